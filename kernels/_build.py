@@ -1,0 +1,179 @@
+"""Builds and loads the C++/CUDA extensions: the only user of cpp_extension.
+
+Each extension lives in a directory keyed by a hash of its sources, flags, target
+architectures and the torch/Python it is built for, under ``$CONVT_BUILD_DIR``
+(default ``~/.cache/convt-serve``). A directory that already holds the shared object
+is loaded without invoking the compiler, so every start after the first costs
+nothing and a prebuilt cache (a Docker image's) needs no compiler at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger("convt.build")
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+CPU_SOURCES = ("op.cpp", "cpu/convt_cpu.cpp")
+CUDA_SOURCES = ("cuda/convt_cuda.cu",)
+HEADERS = ("convt_params.h",)
+DEFAULT_ARCHS = "8.0;8.6;8.9;9.0+PTX"
+
+
+class KernelBuildError(RuntimeError):
+    """The extension failed to compile or load; the message names the log."""
+
+
+@dataclass
+class BuildState:
+    backends: list[str] = field(default_factory=list)
+    build_dir: str = ""
+    cuda_archs: str | None = None
+    build_seconds: dict[str, float] = field(default_factory=dict)
+    cached: dict[str, bool] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+STATE = BuildState()
+
+
+def build_root() -> Path:
+    return Path(os.environ.get("CONVT_BUILD_DIR", Path.home() / ".cache" / "convt-serve")).expanduser()
+
+
+def cuda_home() -> str | None:
+    """The toolkit root whose bin/ holds the real nvcc.
+
+    A wrapper script named nvcc on PATH makes torch guess the wrong root (it then
+    fails to link -lcudart), so follow the wrapper to the nvcc it executes.
+    """
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root and (Path(root) / "bin" / "nvcc").exists():
+            return root
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    real = Path(nvcc).resolve()
+    try:
+        text = real.read_text(errors="ignore") if real.stat().st_size < 4096 else ""
+    except OSError:
+        text = ""
+    for token in text.split():
+        if token.endswith("/bin/nvcc") and Path(token).exists():
+            real = Path(token).resolve()
+            break
+    root = real.parent.parent
+    return str(root) if (root / "lib64").exists() or (root / "lib").exists() else None
+
+
+def cuda_archs() -> str:
+    env = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if env:
+        return env
+    if torch.cuda.is_available():
+        caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+        return ";".join(f"{a}.{b}" for a, b in caps)
+    return DEFAULT_ARCHS
+
+
+def _key(sources: tuple[str, ...], flags: list[str], extra: str) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(set(sources) | set(HEADERS)):
+        h.update(rel.encode())
+        h.update((CSRC / rel).read_bytes())
+    h.update(" ".join(flags).encode())
+    h.update(f"{torch.__version__}|{torch.version.cuda}|{sys.version_info[:2]}|{extra}".encode())
+    return h.hexdigest()[:16]
+
+
+def _load(kind: str, sources: tuple[str, ...], cflags: list[str], cuda_flags: list[str], ldflags: list[str],
+          extra_key: str) -> None:
+    name = f"convt_{kind}_{_key(sources, cflags + cuda_flags + ldflags, extra_key)}"
+    directory = build_root() / name
+    so = directory / f"{name}.so"
+    STATE.build_dir = str(build_root())
+    if so.exists():
+        t0 = time.perf_counter()
+        try:
+            torch.ops.load_library(str(so))
+        except OSError as exc:
+            raise KernelBuildError(f"loading the prebuilt {kind} kernel {so} failed: {exc}") from exc
+        STATE.cached[kind] = True
+        STATE.build_seconds[kind] = round(time.perf_counter() - t0, 3)
+        log.info("loaded prebuilt %s kernel from %s", kind, so)
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    log.warning("building the %s kernel into %s; the first build takes minutes, later starts reuse it", kind, directory)
+    from torch.utils import cpp_extension
+
+    if kind == "cuda":  # cpp_extension resolved CUDA_HOME at its import, possibly from the wrapper
+        cpp_extension.CUDA_HOME = os.environ["CUDA_HOME"]
+    t0 = time.perf_counter()
+    try:
+        cpp_extension.load(
+            name=name,
+            sources=[str(CSRC / s) for s in sources],
+            extra_cflags=cflags,
+            extra_cuda_cflags=cuda_flags,
+            extra_ldflags=ldflags,
+            build_directory=str(directory),
+            is_python_module=False,
+            verbose=False,
+        )
+    except Exception as exc:  # cpp_extension raises RuntimeError/subprocess errors with the compiler output
+        log_path = directory / "build.log"
+        log_path.write_text(str(exc))
+        raise KernelBuildError(f"building the {kind} kernel failed; compiler log: {log_path}") from exc
+    STATE.cached[kind] = False
+    STATE.build_seconds[kind] = round(time.perf_counter() - t0, 1)
+    log.warning("built the %s kernel in %.0f s", kind, STATE.build_seconds[kind])
+
+
+def load_cpu() -> None:
+    flags = ["-O3", "-fopenmp"]
+    _load("cpu", CPU_SOURCES, flags, [], ["-fopenmp"], "")
+    STATE.backends.append("cpu")
+
+
+def load_cuda(required: bool = False) -> None:
+    """Builds the CUDA extension where a CUDA torch and nvcc are present.
+
+    Without them the CUDA backend is skipped (recorded in build_info); with
+    ``required`` (or CONVT_REQUIRE_CUDA=1) their absence is an error.
+    """
+    required = required or os.environ.get("CONVT_REQUIRE_CUDA") == "1"
+    reason = None
+    home = cuda_home()
+    if torch.version.cuda is None:
+        reason = "this torch build has no CUDA"
+    elif home is None:
+        reason = "nvcc not found (set CUDA_HOME to the CUDA toolkit root)"
+    if reason is not None:
+        STATE.skipped["cuda"] = reason
+        if required:
+            raise KernelBuildError(f"CUDA backend required but not built: {reason}")
+        log.info("CUDA backend not built: %s", reason)
+        return
+    os.environ["CUDA_HOME"] = home
+    archs = cuda_archs()
+    os.environ["TORCH_CUDA_ARCH_LIST"] = archs
+    STATE.cuda_archs = archs
+    cuda_flags = ["-O3", "-lineinfo"]
+    _load("cuda", CUDA_SOURCES, ["-O3"], cuda_flags, [], f"archs={archs}")
+    STATE.backends.append("cuda")
+
+
+def ensure_loaded() -> None:
+    if not STATE.backends:
+        load_cpu()
+        load_cuda()

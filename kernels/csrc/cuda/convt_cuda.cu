@@ -1,0 +1,187 @@
+// CUDA kernel, gather form organised by output phase. A block owns one image,
+// one group, one tile of CO_T output channels and THREADS*PX outputs of one phase
+// (outputs congruent mod stride), so its tap list is fixed: the divisibility test
+// runs once per block, and no thread visits a tap that cannot contribute. Phases
+// with no taps are a pure bias/zero fill. Each thread keeps CO_T x PX accumulators
+// in registers; the weights of a chunk of input channels for the current tap are
+// staged in shared memory and read as warp-wide broadcasts.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+
+#include "../convt_params.h"
+
+namespace convt {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kCiChunk = 32;
+
+struct TileGrid {
+  int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
+};
+
+template <typename scalar_t, typename acc_t, int CO_T, int PX>
+__global__ void __launch_bounds__(kThreads)
+    convt_phase_kernel(const ConvTParams p, const TileGrid tg, const scalar_t* __restrict__ x,
+                       const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias,
+                       scalar_t* __restrict__ y) {
+  __shared__ acc_t w_s[kCiChunk][CO_T];
+  const int tid = threadIdx.x;
+  const int64_t KK = p.KH * p.KW, HWin = p.Hin * p.Win;
+
+  for (int64_t blk = blockIdx.x; blk < tg.total; blk += gridDim.x) {
+    int64_t rest = blk;
+    const int64_t pix_tile = rest % tg.pix_tiles; rest /= tg.pix_tiles;
+    const int64_t rw = rest % tg.phases_w; rest /= tg.phases_w;
+    const int64_t rh = rest % tg.phases_h; rest /= tg.phases_h;
+    const int64_t co_tile = rest % tg.co_tiles; rest /= tg.co_tiles;
+    const int64_t g = rest % p.groups;
+    const int64_t n = rest / p.groups;
+
+    const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
+    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+    const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+    const int64_t co0 = co_tile * CO_T;
+
+    int64_t mh[PX], mw[PX];
+    bool live[PX];
+#pragma unroll
+    for (int j = 0; j < PX; ++j) {
+      const int64_t pix = (pix_tile * PX + j) * kThreads + tid;
+      live[j] = pix < Mh * Mw;
+      mh[j] = live[j] ? pix / Mw : 0;
+      mw[j] = live[j] ? pix % Mw : 0;
+    }
+
+    acc_t acc[CO_T][PX];
+#pragma unroll
+    for (int c = 0; c < CO_T; ++c)
+#pragma unroll
+      for (int j = 0; j < PX; ++j) acc[c][j] = acc_t(0);
+
+    const scalar_t* x_g = x + (n * p.Cin + g * p.Cin_g) * HWin;
+    const scalar_t* w_g = w + (g * p.Cin_g * p.Cout_g + co0) * KK;
+    for (int64_t kh = th.k0; kh < p.KH; kh += th.step) {
+      const int64_t bh = tap_offset(rh, p.ph, p.sh, p.dh, kh);
+      for (int64_t kw = tw.k0; kw < p.KW; kw += tw.step) {
+        const int64_t bw = tap_offset(rw, p.pw, p.sw, p.dw, kw);
+        int64_t off[PX];
+        bool ok[PX];
+#pragma unroll
+        for (int j = 0; j < PX; ++j) {
+          const int64_t ih = mh[j] + bh, iw = mw[j] + bw;
+          ok[j] = live[j] && ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win;
+          off[j] = ok[j] ? ih * p.Win + iw : 0;
+        }
+        const scalar_t* w_tap = w_g + kh * p.KW + kw;
+        for (int64_t ci0 = 0; ci0 < p.Cin_g; ci0 += kCiChunk) {
+          const int chunk = static_cast<int>(p.Cin_g - ci0 < kCiChunk ? p.Cin_g - ci0 : kCiChunk);
+          __syncthreads();
+          for (int e = tid; e < kCiChunk * CO_T; e += kThreads) {
+            const int ci = e / CO_T, c = e % CO_T;
+            w_s[ci][c] = (ci < chunk && co0 + c < p.Cout_g)
+                             ? static_cast<acc_t>(w_tap[((ci0 + ci) * p.Cout_g + c) * KK])
+                             : acc_t(0);
+          }
+          __syncthreads();
+          const scalar_t* x_c = x_g + ci0 * HWin;
+          for (int ci = 0; ci < chunk; ++ci, x_c += HWin) {
+            acc_t xv[PX];
+#pragma unroll
+            for (int j = 0; j < PX; ++j) xv[j] = ok[j] ? static_cast<acc_t>(x_c[off[j]]) : acc_t(0);
+#pragma unroll
+            for (int c = 0; c < CO_T; ++c) {
+              const acc_t wv = w_s[ci][c];
+#pragma unroll
+              for (int j = 0; j < PX; ++j) acc[c][j] += wv * xv[j];
+            }
+          }
+        }
+      }
+    }
+
+#pragma unroll
+    for (int c = 0; c < CO_T; ++c) {
+      const int64_t co = co0 + c;
+      if (co >= p.Cout_g) break;
+      const int64_t oc = g * p.Cout_g + co;
+      const acc_t bv = bias != nullptr ? static_cast<acc_t>(bias[oc]) : acc_t(0);
+      scalar_t* y_c = y + (n * p.Cout + oc) * p.Hout * p.Wout;
+#pragma unroll
+      for (int j = 0; j < PX; ++j) {
+        if (live[j]) y_c[(rh + mh[j] * p.sh) * p.Wout + rw + mw[j] * p.sw] = static_cast<scalar_t>(acc[c][j] + bv);
+      }
+    }
+  }
+}
+
+template <typename scalar_t, int CO_T, int PX>
+void launch(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* y,
+            cudaStream_t stream) {
+  using acc_t = at::opmath_type<scalar_t>;
+  TileGrid tg;
+  tg.co_tiles = (p.Cout_g + CO_T - 1) / CO_T;
+  tg.phases_h = std::min(p.sh, p.Hout);
+  tg.phases_w = std::min(p.sw, p.Wout);
+  const int64_t phase_pixels = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+  tg.pix_tiles = (phase_pixels + kThreads * PX - 1) / (kThreads * PX);
+  tg.total = p.N * p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
+  const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
+  convt_phase_kernel<scalar_t, acc_t, CO_T, PX><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(p, tg, x, w, b, y);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename scalar_t, int CO_T>
+void launch_px(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* y,
+               cudaStream_t stream) {
+  // Four outputs a thread reuse each staged weight fourfold; phases too small to
+  // fill a block that way take one output a thread instead.
+  const int64_t phase_pixels = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+  if (phase_pixels >= kThreads * 4) {
+    launch<scalar_t, CO_T, 4>(p, x, w, b, y, stream);
+  } else {
+    launch<scalar_t, CO_T, 1>(p, x, w, b, y, stream);
+  }
+}
+
+at::Tensor conv_transpose2d_cuda(const at::Tensor& input, const at::Tensor& weight,
+                                 const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
+                                 at::IntArrayRef dilation) {
+  TORCH_CHECK(input.is_cuda(), "conv_transpose2d: input is on ", input.device(), " but weight is on ", weight.device(),
+              "; expected both on the same device");
+  const c10::cuda::CUDAGuard guard(input.device());
+  return run_conv_transpose2d(
+      input, weight, bias, stride, padding, output_padding, groups, dilation,
+      [](const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+        const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+        AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cuda", [&] {
+          const scalar_t* xp = x.const_data_ptr<scalar_t>();
+          const scalar_t* wp = w.const_data_ptr<scalar_t>();
+          const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
+          scalar_t* yp = out.mutable_data_ptr<scalar_t>();
+          if (p.Cout_g == 1) {
+            launch_px<scalar_t, 1>(p, xp, wp, bp, yp, stream);
+          } else if (p.Cout_g <= 4) {
+            launch_px<scalar_t, 4>(p, xp, wp, bp, yp, stream);
+          } else if (p.Cout_g <= 8) {
+            launch_px<scalar_t, 8>(p, xp, wp, bp, yp, stream);
+          } else {
+            launch_px<scalar_t, 16>(p, xp, wp, bp, yp, stream);
+          }
+        });
+      });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(convt, CUDA, m) { m.impl("conv_transpose2d", &conv_transpose2d_cuda); }
+
+}  // namespace convt

@@ -1,0 +1,94 @@
+"""The op's Python face: the public function, its fake (meta) kernel and autograd.
+
+The schema and the CPU/CUDA kernels are registered by the C++ extensions
+(``csrc/``); the dispatcher picks the backend. This module only adds what the
+compiler stack needs to trace through the op (a fake kernel) and a backward, so
+a swapped model can still be fine-tuned.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import torch
+
+IntPair = Union[int, Sequence[int]]
+
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def conv_transpose2d(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    output_padding: IntPair = 0,
+    groups: int = 1,
+    dilation: IntPair = 1,
+) -> torch.Tensor:
+    """Same signature and semantics as ``torch.nn.functional.conv_transpose2d``.
+
+    Input is (N, C_in, H, W) or unbatched (C_in, H, W); weight is
+    (C_in, C_out / groups, kH, kW). Arguments are parsed by the op's schema, which
+    mirrors aten's, so ints and pairs are accepted exactly where torch accepts them.
+    """
+    return torch.ops.convt.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _pair(v: Sequence[int]) -> tuple[int, int]:
+    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+
+def output_size(in_hw, weight_hw, stride, padding, output_padding, dilation) -> tuple[int, int]:
+    """Output spatial size: (H_in - 1)*s - 2p + d*(k - 1) + op + 1 per axis."""
+    return tuple(
+        (i - 1) * s - 2 * p + d * (k - 1) + o + 1
+        for i, k, s, p, o, d in zip(in_hw, weight_hw, stride, padding, output_padding, dilation)
+    )
+
+
+@torch.library.register_fake("convt::conv_transpose2d")
+def _fake(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
+    stride, padding, output_padding, dilation = map(_pair, (stride, padding, output_padding, dilation))
+    torch._check(input.dim() in (3, 4), lambda: f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: {list(input.shape)}")
+    torch._check(weight.dim() == 4, lambda: f"conv_transpose2d: expected a 4D weight, but got weight of size: {list(weight.shape)}")
+    torch._check(input.dtype == weight.dtype, lambda: f"conv_transpose2d: input type ({input.dtype}) and weight type ({weight.dtype}) should be the same")
+    torch._check(input.dtype in SUPPORTED_DTYPES, lambda: f"conv_transpose2d: unsupported dtype {input.dtype}")
+    torch._check(groups > 0 and weight.shape[0] % groups == 0, lambda: f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {list(weight.shape)} instead")
+    torch._check(input.shape[-3] == weight.shape[0], lambda: f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(input.shape)} to have {weight.shape[0]} channels, but got {input.shape[-3]} channels instead")
+    for o, s, d in zip(output_padding, stride, dilation):
+        torch._check(o < s or o < d, lambda: "output padding must be smaller than either stride or dilation")
+    cout = weight.shape[1] * groups
+    if bias is not None:
+        torch._check(bias.dim() == 1 and bias.shape[0] == cout, lambda: f"expected bias to be 1-dimensional with {cout} elements, but got bias of size {list(bias.shape)} instead")
+    h, w = output_size(input.shape[-2:], weight.shape[-2:], stride, padding, output_padding, dilation)
+    torch._check(h > 0 and w > 0, lambda: f"Calculated output size per channel: ({h} x {w}). Output size is too small")
+    shape = (cout, h, w) if input.dim() == 3 else (input.shape[0], cout, h, w)
+    return input.new_empty(shape)
+
+
+def _setup_context(ctx, inputs, output):
+    input, weight, bias, stride, padding, output_padding, groups, dilation = inputs
+    ctx.save_for_backward(input, weight)
+    ctx.has_bias = bias is not None
+    ctx.args = tuple(map(_pair, (stride, padding, output_padding, dilation))) + (groups,)
+
+
+def _backward(ctx, grad_out):
+    input, weight = ctx.saved_tensors
+    stride, padding, output_padding, dilation, groups = ctx.args
+    unbatched = input.dim() == 3
+    if unbatched:
+        input, grad_out = input.unsqueeze(0), grad_out.unsqueeze(0)
+    mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
+    gi, gw, gb = torch.ops.aten.convolution_backward(
+        grad_out, input, weight, [weight.shape[1] * groups] if ctx.has_bias else None,
+        stride, padding, dilation, True, output_padding, groups, mask,
+    )
+    if unbatched and gi is not None:
+        gi = gi.squeeze(0)
+    return gi, gw, gb, None, None, None, None, None
+
+
+torch.library.register_autograd("convt::conv_transpose2d", _backward, setup_context=_setup_context)
