@@ -33,7 +33,30 @@ def conv_transpose2d(
     (C_in, C_out / groups, kH, kW). Arguments are parsed by the op's schema, which
     mirrors aten's, so ints and pairs are accepted exactly where torch accepts them.
     """
+    _check_arg_types(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation, groups=groups)
     return torch.ops.convt.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool)
+
+
+def _check_arg_types(**args) -> None:
+    """TypeError for ill-typed arguments, as torch's argument parser raises
+    (the op's own schema parser would report a RuntimeError instead)."""
+    for name, v in args.items():
+        ok = _is_int(v) if name == "groups" else (
+            _is_int(v) or (isinstance(v, (tuple, list, torch.Size)) and all(_is_int(e) for e in v)))
+        if not ok:
+            want = "int" if name == "groups" else "tuple of ints"
+            raise TypeError(f"conv_transpose2d(): argument '{name}' must be {want}, not {type(v).__name__}")
+
+
+def conv_transpose2d_out(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1, *, out):
+    """``conv_transpose2d`` into a caller's contiguous tensor of the output's shape."""
+    return torch.ops.convt.conv_transpose2d.out(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, out=out
+    )
 
 
 def _pair(v: Sequence[int]) -> tuple[int, int]:
@@ -66,6 +89,14 @@ def _fake(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_paddin
     torch._check(h > 0 and w > 0, lambda: f"Calculated output size per channel: ({h} x {w}). Output size is too small")
     shape = (cout, h, w) if input.dim() == 3 else (input.shape[0], cout, h, w)
     return input.new_empty(shape)
+
+
+@torch.library.register_fake("convt::conv_transpose2d.out")
+def _fake_out(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1,
+              dilation=(1, 1), *, out):
+    expected = _fake(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    torch._check(out.shape == expected.shape, lambda: f"conv_transpose2d: out has size {list(out.shape)}, expected {list(expected.shape)}")
+    return out
 
 
 def _setup_context(ctx, inputs, output):

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace convt {
 
@@ -143,24 +145,59 @@ CONVT_HD inline int64_t phase_extent(int64_t phase, int64_t stride, int64_t out)
 }
 
 // The part of the op every backend shares: 3-d (unbatched) input, validation,
-// contiguous operands and the output allocation. `launch` fills `out` entirely.
+// contiguous operands and the output (allocated, or the caller's `out`, checked).
+// `launch` must write every element of the 4-d output it is given.
 template <typename Launch>
 at::Tensor run_conv_transpose2d(const at::Tensor& input_in, const at::Tensor& weight,
                                 const c10::optional<at::Tensor>& bias_in, at::IntArrayRef stride,
                                 at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-                                at::IntArrayRef dilation, Launch&& launch) {
+                                at::IntArrayRef dilation, const at::Tensor* out_in, Launch&& launch) {
   const bool unbatched = input_in.dim() == 3;
   const at::Tensor input4 = unbatched ? input_in.unsqueeze(0) : input_in;
   const ConvTParams p = make_params(input4, weight, bias_in, stride, padding, output_padding, groups, dilation);
   const auto st = input4.scalar_type();
   TORCH_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16,
               "conv_transpose2d: unsupported dtype ", st, "; supported dtypes are float32, float64, float16 and bfloat16");
-  at::Tensor out = at::empty({p.N, p.Cout, p.Hout, p.Wout}, input4.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out;
+  if (out_in != nullptr) {
+    const std::vector<int64_t> want = unbatched ? std::vector<int64_t>{p.Cout, p.Hout, p.Wout}
+                                                : std::vector<int64_t>{p.N, p.Cout, p.Hout, p.Wout};
+    TORCH_CHECK(out_in->sizes() == at::IntArrayRef(want), "conv_transpose2d: out has size ", out_in->sizes(),
+                ", expected ", at::IntArrayRef(want));
+    TORCH_CHECK(out_in->scalar_type() == st && out_in->device() == input4.device(),
+                "conv_transpose2d: out must have the input's dtype (", st, ") and device (", input4.device(), ")");
+    TORCH_CHECK(out_in->is_contiguous(), "conv_transpose2d: out must be contiguous");
+    out = unbatched ? out_in->unsqueeze(0) : *out_in;
+  } else {
+    out = at::empty({p.N, p.Cout, p.Hout, p.Wout}, input4.options().memory_format(at::MemoryFormat::Contiguous));
+  }
   if (out.numel() > 0) {
     const bool has_bias = bias_in.has_value() && bias_in->defined();
     launch(p, input4.contiguous(), weight.contiguous(), has_bias ? bias_in->contiguous() : at::Tensor(), out);
   }
+  if (out_in != nullptr) return *out_in;
   return unbatched ? out.squeeze(0) : out;
 }
+
+// Both overloads of a backend from one launcher: the functional op and `.out`.
+#define CONVT_REGISTER_BACKEND(KEY, LAUNCH)                                                                      \
+  at::Tensor convt_functional_##KEY(const at::Tensor& input, const at::Tensor& weight,                          \
+                                    const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,              \
+                                    at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,    \
+                                    at::IntArrayRef dilation) {                                                 \
+    return run_conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation,         \
+                                nullptr, LAUNCH);                                                               \
+  }                                                                                                             \
+  at::Tensor& convt_out_##KEY(const at::Tensor& input, const at::Tensor& weight,                                \
+                              const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,                    \
+                              at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,          \
+                              at::IntArrayRef dilation, at::Tensor& out) {                                      \
+    run_conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation, &out, LAUNCH);  \
+    return out;                                                                                                 \
+  }                                                                                                             \
+  TORCH_LIBRARY_IMPL(convt, KEY, m) {                                                                           \
+    m.impl("conv_transpose2d", &convt_functional_##KEY);                                                        \
+    m.impl("conv_transpose2d.out", &convt_out_##KEY);                                                           \
+  }
 
 }  // namespace convt

@@ -7,4 +7,9 @@ TORCH_LIBRARY(convt, m) {
   m.def(
       "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
       "int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor");
+  // Writes into a caller's buffer: lets tests poison the output first and so
+  // prove that every element is written.
+  m.def(
+      "conv_transpose2d.out(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
+      "int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1, *, Tensor(a!) out) -> Tensor(a!)");
 }

@@ -55,37 +55,31 @@ void plane(const ConvTParams& p, const scalar_t* in_n, const scalar_t* w, acc_t 
   }
 }
 
-at::Tensor conv_transpose2d_cpu(const at::Tensor& input, const at::Tensor& weight,
-                                const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-                                at::IntArrayRef dilation) {
-  return run_conv_transpose2d(
-      input, weight, bias, stride, padding, output_padding, groups, dilation,
-      [](const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
-        AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cpu", [&] {
-          using acc_t = at::opmath_type<scalar_t>;
-          const scalar_t* xp = x.const_data_ptr<scalar_t>();
-          const scalar_t* wp = w.const_data_ptr<scalar_t>();
-          const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
-          scalar_t* op = out.mutable_data_ptr<scalar_t>();
-          const int64_t plane_out = p.Hout * p.Wout;
-          const int64_t phase_max = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
-          const int64_t work_per_plane = std::max<int64_t>(1, p.Cin_g * p.KH * p.KW * p.Hin * p.Win / (p.sh * p.sw) + plane_out);
-          const int64_t grain = std::max<int64_t>(1, 32768 / work_per_plane);
-          at::parallel_for(0, p.N * p.Cout, grain, [&](int64_t begin, int64_t end) {
-            std::vector<acc_t> acc(phase_max);
-            for (int64_t idx = begin; idx < end; ++idx) {
-              const int64_t n = idx / p.Cout, co = idx % p.Cout;
-              plane<scalar_t, acc_t>(p, xp + n * p.Cin * p.Hin * p.Win, wp, bp ? static_cast<acc_t>(bp[co]) : acc_t(0),
-                                     co, op + idx * plane_out, acc);
-            }
-          });
-        });
-      });
+void launch_cpu(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cpu", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
+    const scalar_t* xp = x.const_data_ptr<scalar_t>();
+    const scalar_t* wp = w.const_data_ptr<scalar_t>();
+    const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
+    scalar_t* op = out.mutable_data_ptr<scalar_t>();
+    const int64_t plane_out = p.Hout * p.Wout;
+    const int64_t phase_max = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+    const int64_t work_per_plane =
+        std::max<int64_t>(1, p.Cin_g * p.KH * p.KW * p.Hin * p.Win / (p.sh * p.sw) + plane_out);
+    const int64_t grain = std::max<int64_t>(1, 32768 / work_per_plane);
+    at::parallel_for(0, p.N * p.Cout, grain, [&](int64_t begin, int64_t end) {
+      std::vector<acc_t> acc(phase_max);
+      for (int64_t idx = begin; idx < end; ++idx) {
+        const int64_t n = idx / p.Cout, co = idx % p.Cout;
+        plane<scalar_t, acc_t>(p, xp + n * p.Cin * p.Hin * p.Win, wp, bp ? static_cast<acc_t>(bp[co]) : acc_t(0), co,
+                               op + idx * plane_out, acc);
+      }
+    });
+  });
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(convt, CPU, m) { m.impl("conv_transpose2d", &conv_transpose2d_cpu); }
+CONVT_REGISTER_BACKEND(CPU, launch_cpu)
 
 }  // namespace convt

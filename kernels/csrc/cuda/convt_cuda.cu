@@ -151,37 +151,28 @@ void launch_px(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const
   }
 }
 
-at::Tensor conv_transpose2d_cuda(const at::Tensor& input, const at::Tensor& weight,
-                                 const c10::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                 at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-                                 at::IntArrayRef dilation) {
-  TORCH_CHECK(input.is_cuda(), "conv_transpose2d: input is on ", input.device(), " but weight is on ", weight.device(),
-              "; expected both on the same device");
-  const c10::cuda::CUDAGuard guard(input.device());
-  return run_conv_transpose2d(
-      input, weight, bias, stride, padding, output_padding, groups, dilation,
-      [](const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
-        const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-        AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cuda", [&] {
-          const scalar_t* xp = x.const_data_ptr<scalar_t>();
-          const scalar_t* wp = w.const_data_ptr<scalar_t>();
-          const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
-          scalar_t* yp = out.mutable_data_ptr<scalar_t>();
-          if (p.Cout_g == 1) {
-            launch_px<scalar_t, 1>(p, xp, wp, bp, yp, stream);
-          } else if (p.Cout_g <= 4) {
-            launch_px<scalar_t, 4>(p, xp, wp, bp, yp, stream);
-          } else if (p.Cout_g <= 8) {
-            launch_px<scalar_t, 8>(p, xp, wp, bp, yp, stream);
-          } else {
-            launch_px<scalar_t, 16>(p, xp, wp, bp, yp, stream);
-          }
-        });
-      });
+void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cuda", [&] {
+    const scalar_t* xp = x.const_data_ptr<scalar_t>();
+    const scalar_t* wp = w.const_data_ptr<scalar_t>();
+    const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
+    scalar_t* yp = out.mutable_data_ptr<scalar_t>();
+    if (p.Cout_g == 1) {
+      launch_px<scalar_t, 1>(p, xp, wp, bp, yp, stream);
+    } else if (p.Cout_g <= 4) {
+      launch_px<scalar_t, 4>(p, xp, wp, bp, yp, stream);
+    } else if (p.Cout_g <= 8) {
+      launch_px<scalar_t, 8>(p, xp, wp, bp, yp, stream);
+    } else {
+      launch_px<scalar_t, 16>(p, xp, wp, bp, yp, stream);
+    }
+  });
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(convt, CUDA, m) { m.impl("conv_transpose2d", &conv_transpose2d_cuda); }
+CONVT_REGISTER_BACKEND(CUDA, launch_cuda)
 
 }  // namespace convt

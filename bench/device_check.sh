@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build for sm_90, self-check, GPU tests (parity,
+# KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
+# Usage there: bash bench/device_check.sh [kernels|bench|service|all]...
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export TORCH_CUDA_ARCH_LIST=9.0 CONVT_BUILD_DIR=/tmp/convt-build CONVT_REQUIRE_CUDA=1
+export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -m kernels selftest 2>&1 | tee "$OUT/selftest.txt" | tail -n 25
+for part in "${@:-all}"; do
+  case $part in
+    kernels|all)
+      python3 -m pytest -q -p no:cacheprovider tests/kernels -rs -k "${CONVT_K:-}" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -n 30 ;;
+  esac
+  case $part in
+    bench|all)
+      python3 -m bench.run --out "$OUT/bench" ${CONVT_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt" | tail -n 80 ;;
+  esac
+  case $part in
+    service|all)
+      CONVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/service -rs 2>&1 | tee "$OUT/service-tests.txt" | tail -n 30 ;;
+  esac
+done

@@ -1,0 +1,24 @@
+"""A few configurations, one per code path, run under compute-sanitizer by test_gpu.py."""
+
+import torch
+
+import kernels
+
+CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype)
+    (2, 40, 20, (3, 3), (17, 9), 1, 1, 0, 1, 1, torch.float32),          # CO_T=16, two ci chunks, PX=1
+    (1, 8, 8, (4, 4), (40, 40), 2, 1, 1, 1, 1, torch.float16),           # CO_T=8, PX=4
+    (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16),           # pure-fill phases
+    (2, 12, 12, (4, 4), (7, 7), 2, 1, 1, 1, 12, torch.float64),          # depthwise, CO_T=1
+    (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
+]
+
+for n, cin, cout, k, hw, s, p, op, d, g, dt in CONFIGS:
+    x = torch.randn(n, cin, *hw, device="cuda", dtype=dt)
+    w = torch.randn(cin, cout // g, *k, device="cuda", dtype=dt)
+    b = torch.randn(cout, device="cuda", dtype=dt)
+    y = kernels.conv_transpose2d(x, w, b, s, p, op, g, d)
+    ref = torch.nn.functional.conv_transpose2d(x.double(), w.double(), b.double(), s, p, op, g, d)
+    err = float((y.double() - ref).norm() / ref.norm())
+    assert err < 1e-2, (n, cin, cout, k, err)
+torch.cuda.synchronize()
+print("sanitize cases ok")

@@ -1,0 +1,89 @@
+"""Randomized parity of the CPU kernel against PyTorch in float64."""
+
+import random
+
+import pytest
+import torch
+
+import kernels
+from kernels.ops import conv_transpose2d_out
+
+from .cases import Case, poisoned_out, random_case, reference, rel_error
+
+TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
+
+
+def check(case: Case, dtype, device, seed, tol):
+    gen = torch.Generator().manual_seed(seed)
+    x, w, b = case.tensors(dtype, device, gen)
+    ref = reference(x, w, b, case)
+    out = kernels.conv_transpose2d(x, w, b, *case.args())
+    ctx = f"CONVT_TEST_SEED={seed} {dtype} {case}"
+    assert out.shape == ref.shape, ctx
+    assert out.dtype == dtype and out.device.type == torch.device(device).type, ctx
+    err = rel_error(out, ref)
+    assert err <= tol, f"rel error {err:.3e} > {tol:.0e}: {ctx}"
+    poisoned = poisoned_out(case, dtype, device)
+    conv_transpose2d_out(x, w, b, *case.args(), out=poisoned)
+    assert not torch.isnan(poisoned).any(), f"unwritten output elements: {ctx}"
+    assert torch.equal(poisoned, out), f"out= variant differs from functional: {ctx}"
+    return err
+
+
+@pytest.mark.parametrize("i", range(250))
+def test_random_configs_cpu(seed, i):
+    rng = random.Random(seed * 1000 + i)
+    case = random_case(rng)
+    for dtype in (torch.float64, torch.float32):
+        check(case, dtype, "cpu", seed * 1000 + i, TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_cpu(seed, dtype):
+    rng = random.Random(seed)
+    for j in range(20):
+        check(random_case(rng), dtype, "cpu", seed + j, TOL[dtype])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # 1x1 input, stride larger than the kernel: most output phases are pure fill
+        Case(2, 3, 4, (2, 2), (1, 1), (5, 5), (0, 0), (4, 4), (1, 1), 1, True),
+        # the classic miss: (o + p - k*d) % s with negative numerators
+        Case(1, 2, 2, (3, 3), (4, 5), (3, 2), (3, 3), (2, 1), (2, 3), 1, False),
+        # asymmetric everything, grouped
+        Case(3, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, True),
+        # depthwise with channel multiplier
+        Case(2, 4, 8, (4, 4), (5, 5), (2, 2), (1, 1), (1, 1), (1, 1), 4, True),
+        # KernelBench 81 in miniature: stride 5, dilation 2, k=3
+        Case(2, 4, 6, (3, 3), (4, 6), (5, 5), (1, 1), (0, 0), (2, 2), 1, False),
+        # output_padding legal only through dilation (op >= stride, < dilation)
+        Case(1, 2, 3, (2, 2), (3, 3), (1, 1), (0, 0), (1, 2), (2, 3), 1, True),
+        # unbatched and non-contiguous
+        Case(1, 3, 5, (3, 3), (5, 4), (2, 1), (1, 0), (1, 0), (1, 1), 1, True, unbatched=True),
+        Case(3, 3, 5, (3, 2), (5, 4), (1, 2), (0, 1), (0, 1), (1, 1), 1, True, noncontiguous=True),
+        # empty batch
+        Case(0, 4, 4, (3, 3), (5, 5), (2, 2), (1, 1), (1, 1), (1, 1), 2, True),
+        # a larger image, so work is split across threads
+        Case(2, 16, 8, (4, 4), (24, 20), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
+    ],
+)
+def test_edge_cases_cpu(case, seed):
+    for dtype in (torch.float64, torch.float32):
+        check(case, dtype, "cpu", seed, TOL[dtype])
+
+
+def test_int_and_pair_arguments_agree():
+    x, w = torch.randn(2, 4, 5, 6), torch.randn(4, 3, 3, 3)
+    a = kernels.conv_transpose2d(x, w, None, 2, 1, 1, 1, 2)
+    b = kernels.conv_transpose2d(x, w, None, (2, 2), [1, 1], (1, 1), 1, (2, 2))
+    assert torch.equal(a, b)
+
+
+def test_keyword_call_matches_torch():
+    x, w, bias = torch.randn(2, 4, 5, 6, dtype=torch.float64), torch.randn(4, 1, 3, 2, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    kw = dict(bias=bias, stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2, dilation=1)
+    w2 = torch.randn(4, 4, 3, 2, dtype=torch.float64)
+    torch.testing.assert_close(kernels.conv_transpose2d(x, w2, **kw), torch.nn.functional.conv_transpose2d(x, w2, **kw))
+    del w

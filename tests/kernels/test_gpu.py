@@ -1,0 +1,144 @@
+"""CUDA kernel tests: skipped where CUDA is absent, run on a GPU machine."""
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernels
+from kernels.ops import conv_transpose2d_out
+
+from .cases import Case, poisoned_out, random_case, reference, rel_error
+from bench.problems import PROBLEMS
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+# Our CUDA kernel accumulates fp32 exactly (FFMA) whatever allow_tf32 says;
+# half types accumulate in fp32 and round once on store.
+TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+DTYPES = list(TOL)
+
+
+def check_cuda(case: Case, dtype, seed: int) -> float:
+    gen = torch.Generator().manual_seed(seed)
+    x, w, b = case.tensors(dtype, "cuda", gen)
+    ref = reference(x, w, b, case)
+    ctx = f"CONVT_TEST_SEED={seed} {dtype} {case}"
+    out = poisoned_out(case, dtype, "cuda")
+    conv_transpose2d_out(x, w, b, *case.args(), out=out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), f"unwritten output elements: {ctx}"
+    err = rel_error(out, ref)
+    assert err <= TOL[dtype], f"rel error {err:.3e} > {TOL[dtype]:.0e}: {ctx}"
+    functional = kernels.conv_transpose2d(x, w, b, *case.args())
+    assert torch.equal(functional, out), ctx
+    return err
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("i", range(60))
+def test_random_configs_cuda(seed, dtype, i):
+    rng = random.Random(seed * 1000 + i)
+    check_cuda(random_case(rng, max_hw=12, max_ch=6), dtype, seed * 1000 + i)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+def test_wide_channels_and_large_images_cuda(seed, dtype):
+    """Channel counts past one chunk/tile and images past one block of outputs."""
+    cases = [
+        Case(2, 70, 37, (3, 3), (33, 47), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+        Case(1, 64, 48, (4, 4), (20, 20), (2, 2), (1, 1), (0, 0), (1, 1), 2, True),
+        Case(3, 48, 48, (4, 4), (19, 23), (2, 2), (1, 1), (1, 1), (1, 1), 48, True),
+        Case(1, 9, 18, (5, 3), (40, 31), (3, 2), (2, 1), (2, 1), (1, 2), 3, False, noncontiguous=True),
+    ]
+    for j, case in enumerate(cases):
+        check_cuda(case, dtype, seed + j)
+
+
+@pytest.mark.parametrize("pid", sorted(PROBLEMS))
+def test_kernelbench_problem(pid, seed):
+    """Each problem at its current size, five fresh random inputs, against float64."""
+    n, cin, cout, k, hw, s, p, op, d, g = PROBLEMS[pid]
+    gen = torch.Generator(device="cuda").manual_seed(seed + pid)
+    w = torch.randn(cin, cout // g, *k, device="cuda", generator=gen)
+    worst = 0.0
+    for _ in range(5):
+        x = torch.rand(n, cin, *hw, device="cuda", generator=gen)  # KernelBench draws torch.rand
+        out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
+        conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)
+        ref = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, g, d)
+        assert not torch.isnan(out).any(), f"problem {pid}: unwritten outputs"
+        err = rel_error(out, ref)
+        worst = max(worst, err)
+        del out, ref, x
+    assert worst <= 1e-5, f"problem {pid}: rel error {worst:.3e} (CONVT_TEST_SEED={seed})"
+    print(f"kernelbench {pid}: worst rel error {worst:.2e}")
+
+
+def test_tf32_switch_is_honoured_and_parity_report_on_cuda():
+    m = torch.nn.ConvTranspose2d(16, 8, 4, 2, 1).cuda()
+    kernels.swap_conv_transpose2d(m)
+    x = torch.randn(2, 16, 9, 9, device="cuda")
+    old = torch.backends.cudnn.allow_tf32
+    try:
+        for allow in (True, False):
+            torch.backends.cudnn.allow_tf32 = allow
+            rep = kernels.check_parity(m, x)
+            assert rep["passed"], rep
+            assert rep["precision"] == ("float32-tf32" if allow else "float32")
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+
+
+def test_current_stream_and_no_host_sync():
+    x = torch.randn(4, 8, 30, 30, device="cuda")
+    w = torch.randn(8, 4, 3, 3, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda.set_sync_debug_mode("error")  # any synchronizing call in the op raises
+        try:
+            out = kernels.conv_transpose2d(x, w, None, 2, 1, 1)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    s.synchronize()
+    torch.testing.assert_close(out, F.conv_transpose2d(x.double(), w.double(), None, 2, 1, 1).float(), rtol=1e-5, atol=1e-4)
+
+
+def test_second_device_guard():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.randn(1, 4, 5, 5, device="cuda:1")
+    w = torch.randn(4, 2, 3, 3, device="cuda:1")
+    torch.testing.assert_close(kernels.conv_transpose2d(x, w), F.conv_transpose2d(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_compile_fullgraph_cuda():
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(8, 4, 3, 2, 1, 1), torch.nn.ReLU()).cuda()
+    kernels.swap_conv_transpose2d(m)
+    x = torch.randn(2, 8, 7, 7, device="cuda")
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(m, fullgraph=True)(x), m(x))
+
+
+SANITIZER_SCRIPT = Path(__file__).with_name("sanitize_cases.py")
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+def test_compute_sanitizer(tool):
+    exe = shutil.which("compute-sanitizer") or next(
+        (str(p) for p in Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")).glob("**/compute-sanitizer") if p.is_file()), None)
+    if exe is None:
+        pytest.skip("compute-sanitizer not found")
+    r = subprocess.run([exe, f"--tool={tool}", "--error-exitcode=99", sys.executable, str(SANITIZER_SCRIPT)],
+                       capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "ERROR SUMMARY: 0 errors" in r.stdout + r.stderr
