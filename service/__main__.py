@@ -1,0 +1,42 @@
+"""``convt-serve`` and ``python -m service``: parse settings, serve with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+EXIT_BAD_SETTINGS = 2
+EXIT_STARTUP_FAILED = 3  # uvicorn's own code for a failed lifespan start-up
+
+
+def _settings_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
+    return f"{exc}{': ' + str(exc.__cause__) if exc.__cause__ else ''}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .settings import parse
+
+    try:
+        settings = parse(argv)
+    except (ValidationError, SettingsError) as exc:
+        print(f"convt-serve: invalid settings: {_settings_error(exc)}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import uvicorn
+
+    from .app import create_app
+
+    config = uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
+                            log_level=settings.log_level, log_config=None, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else EXIT_STARTUP_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

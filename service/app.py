@@ -1,0 +1,109 @@
+"""The FastAPI app: v2 protocol endpoints, /health and /metrics.
+
+Handlers are thin adapters onto the DataPlane; errors are mapped in errors.py.
+``uvicorn --factory service.app:create_app`` also works (settings from CONVT_*).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from . import errors
+from .body import read_body
+from .codec import HEADER_LENGTH
+from .dataplane import DataPlane
+from .metrics import Metrics, MetricsMiddleware
+from .protocol import ModelMetadata, ModelReady, ServerMetadata
+from .runtime import StartupError
+from .settings import Settings
+
+log = logging.getLogger("convt.service")
+
+SERVER_NAME = "convt-serve"
+EXTENSIONS = ["binary_tensor_data"]
+
+
+def _version() -> str:
+    try:
+        return version("convt-serve")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    metrics = Metrics()
+    plane = DataPlane(settings, metrics)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        try:
+            await plane.start()
+        except StartupError as exc:
+            log.error("start-up failed: %s", exc)
+            raise
+        yield
+        plane.close()
+
+    app = FastAPI(title=SERVER_NAME, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.plane = plane
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    errors.install(app)
+
+    def ready_response(ready: bool, body: dict) -> JSONResponse:
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @app.get("/v2/health/live")
+    async def live() -> dict:
+        return {"live": True}
+
+    @app.get("/v2/health/ready")
+    async def ready() -> JSONResponse:
+        return ready_response(plane.ready, {"ready": plane.ready})
+
+    @app.get("/v2", response_model=ServerMetadata)
+    async def server_metadata() -> ServerMetadata:
+        return ServerMetadata(name=SERVER_NAME, version=_version(), extensions=EXTENSIONS)
+
+    @app.get("/v2/models/{name}", response_model=ModelMetadata, response_model_exclude_none=True)
+    @app.get("/v2/models/{name}/versions/{model_version}", response_model=ModelMetadata,
+             response_model_exclude_none=True)
+    async def model_metadata(name: str, model_version: str | None = None) -> ModelMetadata:
+        return plane.metadata(name, model_version)
+
+    @app.get("/v2/models/{name}/ready")
+    @app.get("/v2/models/{name}/versions/{model_version}/ready")
+    async def model_ready(name: str, model_version: str | None = None) -> JSONResponse:
+        rt = plane.model(name, model_version)
+        return ready_response(rt.ready, ModelReady(name=rt.spec.name, ready=rt.ready).model_dump())
+
+    @app.post("/v2/models/{name}/infer")
+    @app.post("/v2/models/{name}/versions/{model_version}/infer")
+    async def infer(name: str, request: Request, model_version: str | None = None) -> Response:
+        plane.model(name, model_version)  # 404 before reading a body meant for another model
+        body = await read_body(request, settings.max_request_bytes)
+        result = await plane.infer(name, model_version, body, request.headers.get(HEADER_LENGTH))
+        if result.header_length is None:
+            return Response(result.body, media_type="application/json")
+        return Response(result.body, media_type="application/octet-stream",
+                        headers={HEADER_LENGTH: str(result.header_length)})
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        if plane.health is None:
+            return JSONResponse({"status": "fail", "passed": False, "error": "the model is still loading"},
+                                status_code=503)
+        report = await plane.health.run()
+        return JSONResponse(report, status_code=200 if report["passed"] else 503)
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        body, content_type = metrics.render()
+        return Response(body, media_type=content_type)
+
+    return app

@@ -1,0 +1,201 @@
+"""Request bodies to tensors and tensors to response bodies (JSON and binary).
+
+Binary tensor data extension: the body is the JSON header followed by each
+binary tensor's raw bytes (little-endian, row-major) in order; the header's length
+travels in ``Inference-Header-Content-Length``. Every size is checked against
+the declared shape before anything of that size is allocated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pydantic
+import torch
+
+from .errors import InvalidRequest
+from .protocol import InferenceRequest, RequestInput
+
+HEADER_LENGTH = "Inference-Header-Content-Length"
+
+
+@dataclass(frozen=True)
+class Datatype:
+    name: str
+    torch: torch.dtype
+    numpy_kinds: str  # numpy kinds accepted in JSON data: f float, i/u integer, b bool
+
+
+DATATYPES: dict[str, Datatype] = {d.name: d for d in [
+    Datatype("BOOL", torch.bool, "b"),
+    Datatype("UINT8", torch.uint8, "iu"),
+    Datatype("UINT16", torch.uint16, "iu"),
+    Datatype("UINT32", torch.uint32, "iu"),
+    Datatype("UINT64", torch.uint64, "iu"),
+    Datatype("INT8", torch.int8, "iu"),
+    Datatype("INT16", torch.int16, "iu"),
+    Datatype("INT32", torch.int32, "iu"),
+    Datatype("INT64", torch.int64, "iu"),
+    Datatype("FP16", torch.float16, "fiu"),
+    Datatype("FP32", torch.float32, "fiu"),
+    Datatype("FP64", torch.float64, "fiu"),
+    Datatype("BF16", torch.bfloat16, "fiu"),
+]}
+BY_TORCH = {d.torch: d.name for d in DATATYPES.values()}
+
+
+def datatype_of(dtype: torch.dtype) -> str:
+    return BY_TORCH[dtype]
+
+
+def itemsize(datatype: str) -> int:
+    return DATATYPES[datatype].torch.itemsize
+
+
+def split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryview]:
+    """The JSON header and the binary tail (empty without the header)."""
+    if header_length is None:
+        return body, memoryview(b"")
+    try:
+        n = int(header_length.strip())
+    except ValueError:
+        raise InvalidRequest(f"{HEADER_LENGTH} must be a non-negative integer (the JSON header's byte length), "
+                             f"got {header_length!r}") from None
+    if not 0 <= n <= len(body):
+        raise InvalidRequest(f"{HEADER_LENGTH} is {n} but the body is {len(body)} bytes; it must be the byte "
+                             f"length of the JSON header at the start of the body")
+    return body[:n], memoryview(body)[n:]
+
+
+def parse_request(header: bytes) -> InferenceRequest:
+    try:
+        return InferenceRequest.model_validate_json(header)
+    except pydantic.ValidationError as exc:
+        parts = []
+        for e in exc.errors(include_url=False):
+            loc = ".".join(str(p) for p in e["loc"])
+            parts.append(f"{loc}: {e['msg']}" if loc else e["msg"])
+        raise InvalidRequest("malformed inference request: " + "; ".join(parts) +
+                             ' (expected {"inputs": [{"name", "shape", "datatype", "data"}], ...})') from None
+
+
+def binary_size(inp: RequestInput) -> int | None:
+    params = inp.parameters or {}
+    if "shared_memory_region" in params:
+        raise InvalidRequest(f"input {inp.name!r}: the shared-memory extension is not supported; send data or binary")
+    size = params.get("binary_data_size")
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise InvalidRequest(f"input {inp.name!r}: binary_data_size must be a non-negative integer, got {size!r}")
+    if inp.data is not None:
+        raise InvalidRequest(f"input {inp.name!r} has both data and binary_data_size; send one")
+    return size
+
+
+def slice_binary(inputs: list[RequestInput], tail: memoryview) -> dict[str, memoryview]:
+    """Each binary input's bytes, in input order; the sizes must add up to the tail."""
+    chunks, offset = {}, 0
+    for inp in inputs:
+        size = binary_size(inp)
+        if size is None:
+            continue
+        if offset + size > len(tail):
+            raise InvalidRequest(f"input {inp.name!r}: binary_data_size {size} runs past the end of the body "
+                                 f"({len(tail) - offset} bytes left after the JSON header)")
+        chunks[inp.name] = tail[offset:offset + size]
+        offset += size
+    if offset != len(tail):
+        raise InvalidRequest(f"{len(tail) - offset} bytes after the binary inputs are not claimed by any "
+                             f"binary_data_size; the binary part must be exactly the inputs' bytes")
+    return chunks
+
+
+def decode_input(inp: RequestInput, raw: memoryview | None) -> torch.Tensor:
+    """The input's tensor, from its binary bytes or its JSON ``data``."""
+    dt = DATATYPES.get(inp.datatype)
+    if dt is None:
+        raise InvalidRequest(f"input {inp.name!r}: datatype {inp.datatype!r} is not supported; "
+                             f"expected one of {sorted(DATATYPES)}")
+    count = math.prod(inp.shape)
+    if raw is not None:
+        expected = count * dt.torch.itemsize
+        if len(raw) != expected:
+            raise InvalidRequest(f"input {inp.name!r}: binary_data_size is {len(raw)} bytes but shape {inp.shape} "
+                                 f"of {inp.datatype} needs {count} x {dt.torch.itemsize} = {expected} bytes")
+        if count == 0:
+            return torch.empty(inp.shape, dtype=dt.torch)
+        if dt.torch == torch.bool:
+            return torch.frombuffer(bytearray(raw), dtype=torch.uint8).ne(0).reshape(inp.shape)
+        return torch.frombuffer(bytearray(raw), dtype=dt.torch).reshape(inp.shape)
+    return _from_json(inp, dt, count)
+
+
+def _from_json(inp: RequestInput, dt: Datatype, count: int) -> torch.Tensor:
+    if inp.data is None:
+        raise InvalidRequest(f"input {inp.name!r} has no data: send \"data\" (a flat or nested list) or "
+                             f"\"parameters\": {{\"binary_data_size\": n}} with the bytes after the header")
+    if not isinstance(inp.data, list):
+        raise InvalidRequest(f"input {inp.name!r}: data must be a list (flat or nested, row-major), "
+                             f"got {type(inp.data).__name__}")
+    try:
+        arr = np.asarray(inp.data)
+    except (ValueError, TypeError, OverflowError):
+        raise InvalidRequest(f"input {inp.name!r}: data is not a regular nested list of numbers "
+                             f"(rows of different lengths?); expected shape {inp.shape}") from None
+    if arr.dtype.kind not in dt.numpy_kinds and arr.size:
+        got = {"U": "strings", "S": "strings", "O": "mixed or irregular values", "b": "booleans",
+               "f": "non-integral numbers"}.get(arr.dtype.kind, str(arr.dtype))
+        want = {"b": "true/false", "iu": "integers", "fiu": "numbers"}[dt.numpy_kinds]
+        raise InvalidRequest(f"input {inp.name!r}: data holds {got}; {inp.datatype} data must be {want}")
+    if arr.size != count:
+        raise InvalidRequest(f"input {inp.name!r}: data has {arr.size} values but shape {inp.shape} needs {count}")
+    np_dtype = np.float32 if dt.torch == torch.bfloat16 else torch.empty(0, dtype=dt.torch).numpy().dtype
+    try:
+        values = arr.astype(np_dtype, casting="unsafe").reshape(inp.shape)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidRequest(f"input {inp.name!r}: data cannot be read as {inp.datatype}: {exc}") from None
+    return torch.from_numpy(values).to(dt.torch)
+
+
+def wants_binary(request: InferenceRequest) -> tuple[bool, dict[str, bool]]:
+    """The request-level default and each named output's choice of binary data."""
+    default = (request.parameters or {}).get("binary_data_output", False)
+    if not isinstance(default, bool):
+        raise InvalidRequest(f"parameters.binary_data_output must be true or false, got {default!r}")
+    per_output = {}
+    for out in request.outputs or []:
+        params = out.parameters or {}
+        if "classification" in params:
+            raise InvalidRequest(f"output {out.name!r}: the classification extension is not supported")
+        if "shared_memory_region" in params:
+            raise InvalidRequest(f"output {out.name!r}: the shared-memory extension is not supported")
+        choice = params.get("binary_data", default)
+        if not isinstance(choice, bool):
+            raise InvalidRequest(f"output {out.name!r}: parameters.binary_data must be true or false, got {choice!r}")
+        per_output[out.name] = choice
+    return default, per_output
+
+
+def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]]) -> tuple[bytes, int | None]:
+    """The response body and, when any output is binary, the JSON header's length."""
+    entries, blobs = [], []
+    for name, t, binary in outputs:
+        entry: dict[str, Any] = {"name": name, "shape": list(t.shape), "datatype": datatype_of(t.dtype)}
+        flat = t.detach().cpu().contiguous().reshape(-1)
+        if binary:
+            blob = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+            entry["parameters"] = {"binary_data_size": len(blob)}
+            blobs.append(blob)
+        else:
+            entry["data"] = flat.tolist()
+        entries.append(entry)
+    # allow_nan: a model may legitimately output NaN or inf; Python and Triton clients read them back
+    head = json.dumps({**header, "outputs": entries}, separators=(",", ":"), allow_nan=True).encode()
+    if not blobs:
+        return head, None
+    return head + b"".join(blobs), len(head)

@@ -1,0 +1,150 @@
+"""The data plane: owns the served model and answers the v2 protocol's questions.
+
+HTTP handlers hand it names and bodies; it returns protocol objects or raises
+the domain errors of errors.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import models
+
+from . import codec
+from .errors import InvalidRequest, ModelNotFound, ModelNotReady
+from .health import HealthCheck
+from .metrics import Metrics
+from .protocol import ModelMetadata, RequestInput, TensorMetadata
+from .runtime import Runtime
+from .settings import Settings
+
+log = logging.getLogger("convt.dataplane")
+
+MODEL_VERSION = "1"
+
+
+@dataclass
+class InferResult:
+    body: bytes
+    header_length: int | None  # set when the body carries binary outputs
+
+
+class DataPlane:
+    def __init__(self, settings: Settings, metrics: Metrics):
+        self.settings = settings
+        self.metrics = metrics
+        self.runtime: Runtime | None = None
+        self.health: HealthCheck | None = None
+
+    async def start(self) -> None:
+        """Load, swap and check parity; raises StartupError when it cannot serve at all."""
+        import asyncio
+
+        self.runtime = await asyncio.to_thread(Runtime.load, self.settings)
+        self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION)
+        report = await self.health.run()
+        if report["passed"]:
+            log.info("model %s is ready", self.runtime.spec.name)
+        else:
+            log.error("model %s is NOT ready: parity failed (%s); the server stays up, /health reruns the check",
+                      self.runtime.spec.name, ", ".join(report["failed"]) or report.get("error"))
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+
+    @property
+    def ready(self) -> bool:
+        return self.runtime is not None and self.runtime.ready
+
+    def model(self, name: str, version: str | None = None) -> Runtime:
+        rt = self.runtime
+        if rt is None or name != rt.spec.name:
+            served = [rt.spec.name] if rt else []
+            raise ModelNotFound(f"unknown model {name!r}; this server serves {served}")
+        if version is not None and version != MODEL_VERSION:
+            raise ModelNotFound(f"model {name!r} has no version {version!r}; versions: [{MODEL_VERSION!r}]")
+        return rt
+
+    def _datatype(self, rt: Runtime, spec: models.TensorSpec) -> str:
+        return codec.datatype_of(spec.dtype or rt.dtype)
+
+    def metadata(self, name: str, version: str | None = None) -> ModelMetadata:
+        rt = self.model(name, version)
+        return ModelMetadata(
+            name=rt.spec.name, versions=[MODEL_VERSION], platform=rt.spec.platform,
+            inputs=[TensorMetadata(name=s.name, datatype=self._datatype(rt, s), shape=list(s.shape)) for s in rt.spec.inputs],
+            outputs=[TensorMetadata(name=s.name, datatype=self._datatype(rt, s), shape=list(s.shape)) for s in rt.spec.outputs],
+            parameters={"description": rt.spec.description, "weights": rt.spec.weights, "device": str(rt.device),
+                        "dtype": str(rt.dtype).removeprefix("torch."),
+                        "layers_on_convt_kernel": [layer["name"] for layer in rt.layers]},
+        )
+
+    async def infer(self, name: str, version: str | None, body: bytes, header_length: str | None) -> InferResult:
+        rt = self.model(name, version)
+        if not rt.ready:
+            raise ModelNotReady(f"model {name!r} is not ready: its parity check failed; GET /health for the report")
+        header, tail = codec.split_body(body, header_length)
+        request = codec.parse_request(header)
+        ordered = self._match_inputs(rt, request.inputs)
+        try:
+            out_shapes = rt.spec.check_shapes([tuple(i.shape) for i in ordered])
+        except models.ShapeError as exc:
+            raise InvalidRequest(str(exc)) from None
+        self._check_output_size(rt, out_shapes)
+        wanted = self._wanted_outputs(rt, request)
+        chunks = codec.slice_binary(request.inputs, tail)
+        tensors = [codec.decode_input(i, chunks.get(i.name)) for i in ordered]
+        outputs, seconds = await rt.infer(tensors)
+        self.metrics.inference.labels(rt.spec.name).observe(seconds)
+        by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
+        header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
+        if request.id is not None:
+            header_out["id"] = request.id
+        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted])
+        return InferResult(body_out, length)
+
+    def _match_inputs(self, rt: Runtime, inputs: list[RequestInput]) -> list[RequestInput]:
+        """The request's inputs in the model's order, each with the model's datatype."""
+        expected = {s.name: s for s in rt.spec.inputs}
+        given: dict[str, RequestInput] = {}
+        for inp in inputs:
+            if inp.name not in expected:
+                raise InvalidRequest(f"unknown input {inp.name!r}; model {rt.spec.name!r} takes {list(expected)}")
+            if inp.name in given:
+                raise InvalidRequest(f"input {inp.name!r} appears more than once")
+            given[inp.name] = inp
+        missing = [n for n in expected if n not in given]
+        if missing:
+            raise InvalidRequest(f"missing input(s) {missing}; model {rt.spec.name!r} takes {list(expected)}")
+        for name, spec in expected.items():
+            want = self._datatype(rt, spec)
+            if given[name].datatype != want:
+                raise InvalidRequest(f"input {name!r} has datatype {given[name].datatype!r}; model {rt.spec.name!r} "
+                                     f"takes {want} (it is served in {str(rt.dtype).removeprefix('torch.')})")
+        return [given[n] for n in expected]
+
+    def _check_output_size(self, rt: Runtime, out_shapes: list[tuple[int, ...] | None]) -> None:
+        total = sum(models.numel(s) * (spec.dtype or rt.dtype).itemsize
+                    for s, spec in zip(out_shapes, rt.spec.outputs) if s is not None)
+        limit = self.settings.max_output_bytes
+        if total > limit:
+            shapes = [list(s) for s in out_shapes if s is not None]
+            raise InvalidRequest(f"the output for these inputs would be {total} bytes (shapes {shapes}); the limit is "
+                                 f"{limit} bytes (--max-output-bytes): send a smaller batch or input")
+
+    def _wanted_outputs(self, rt: Runtime, request) -> list[tuple[str, bool]]:
+        default, per_output = codec.wants_binary(request)
+        names = [s.name for s in rt.spec.outputs]
+        if request.outputs is None:
+            return [(n, default) for n in names]
+        seen = set()
+        for out in request.outputs:
+            if out.name not in names:
+                raise InvalidRequest(f"unknown output {out.name!r}; model {rt.spec.name!r} has outputs {names}")
+            if out.name in seen:
+                raise InvalidRequest(f"output {out.name!r} is requested more than once")
+            seen.add(out.name)
+        return [(out.name, per_output[out.name]) for out in request.outputs]

@@ -1,0 +1,80 @@
+"""Prometheus metrics: requests and latency by endpoint and status, inference
+time, and the last parity result.
+
+Each app owns its registry, so that two apps in one process (tests) do not
+collide on metric names.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("convt_requests", "HTTP requests by endpoint, method and status",
+                                ["endpoint", "method", "status"], registry=r)
+        self.latency = Histogram("convt_request_duration_seconds", "HTTP request latency by endpoint and status",
+                                 ["endpoint", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
+        self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
+                                   ["model"], buckets=LATENCY_BUCKETS, registry=r)
+        self.parity_passed = Gauge("convt_parity_passed", "1 if the last parity check passed, else 0",
+                                   ["model"], registry=r)
+        self.parity_timestamp = Gauge("convt_parity_last_run_timestamp_seconds", "When the last parity check ended",
+                                      ["model"], registry=r)
+        self.parity_rel_error = Gauge("convt_parity_rel_error", "Relative error per layer in the last parity check",
+                                      ["model", "layer"], registry=r)
+        self.parity_runs = Counter("convt_parity_runs", "Parity checks run (shared /health calls count once)",
+                                   ["model"], registry=r)
+        self.ready = Gauge("convt_model_ready", "1 while the model is ready to serve", ["model"], registry=r)
+
+    def record_parity(self, model: str, report: dict[str, Any]) -> None:
+        self.parity_runs.labels(model).inc()
+        self.parity_passed.labels(model).set(1 if report.get("passed") else 0)
+        self.parity_timestamp.labels(model).set(time.time())
+        checks = list(report.get("layers") or []) + ([report["model"]] if report.get("model") else [])
+        for check in checks:
+            if check.get("rel_error") is not None:
+                self.parity_rel_error.labels(model, check["name"] or "<root>").set(check["rel_error"])
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class MetricsMiddleware:
+    """Counts every HTTP request under its route template (not the raw path, so
+    a client cannot grow the label set)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # what the client gets when the app raises before responding
+        t0 = time.perf_counter()
+
+        async def send_with_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_status)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or "unmatched"
+            labels = (endpoint, scope.get("method", ""), str(status))
+            self.metrics.requests.labels(*labels).inc()
+            self.metrics.latency.labels(*labels).observe(time.perf_counter() - t0)

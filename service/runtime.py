@@ -1,0 +1,140 @@
+"""The served model on its device: loading, swapping, forward passes and parity.
+
+Every forward (requests and parity checks alike) runs on one worker thread under
+``torch.inference_mode()``: the event loop never blocks on the device, and
+requests reach the device one at a time, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import torch
+
+import models
+
+from .errors import DeviceOutOfMemory
+from .settings import Settings
+
+log = logging.getLogger("convt.runtime")
+
+
+class StartupError(RuntimeError):
+    """The server cannot serve its model at all (bad model, weights or device)."""
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    # CPU allocations that fail raise a plain RuntimeError from c10's allocator
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+
+def _load_kernels() -> dict[str, Any]:
+    log.info("loading the convt kernels (the first start on a machine builds them, which takes minutes)")
+    t0 = time.perf_counter()
+    import kernels
+
+    info = kernels.build_info()
+    log.info("kernels ready in %.1f s: backends %s, from cache %s, build dir %s%s", time.perf_counter() - t0,
+             info["backends"], info["from_cache"], info["build_dir"],
+             f", skipped {info['skipped']}" if info["skipped"] else "")
+    return info
+
+
+def _check_device(device: torch.device, info: dict[str, Any]) -> None:
+    if device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise StartupError(f"device {device} requested but torch sees no CUDA device; use --device cpu or auto")
+    if "cuda" not in info["backends"]:
+        raise StartupError(f"device {device} requested but the CUDA kernel is not built: {info['skipped'].get('cuda')}")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise StartupError(f"device {device} requested but only {torch.cuda.device_count()} CUDA devices exist")
+
+
+class Runtime:
+    def __init__(self, spec: models.ModelSpec, device: torch.device, dtype: torch.dtype,
+                 tolerances: dict[str, float], layers: list[dict[str, Any]], kernel_info: dict[str, Any]):
+        self.spec = spec
+        self.device = device
+        self.dtype = dtype
+        self.tolerances = tolerances
+        self.layers = layers
+        self.kernel_info = kernel_info
+        self.ready = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convt-infer")
+
+    @classmethod
+    def load(cls, settings: Settings) -> "Runtime":
+        """Blocking: kernels, model, weights, device and dtype, eval, swap."""
+        info = _load_kernels()
+        device, dtype = settings.torch_device(), settings.torch_dtype()
+        _check_device(device, info)
+        try:
+            spec = models.load_model(settings.model, settings.weights)
+        except models.ModelLoadError as exc:
+            raise StartupError(str(exc)) from exc
+        log.info("model %s built (%s); weights: %s", spec.name, spec.description or "no description",
+                 spec.weights.get("path") or spec.weights.get("note"))
+        module = spec.module.to(device=device, dtype=dtype).eval()
+        import kernels
+
+        layers = kernels.swap_conv_transpose2d(module)
+        if not layers:
+            log.warning("model %s has no ConvTranspose2d: nothing runs on our kernel", spec.name)
+        for layer in layers:
+            log.info("swapped layer %r: %s", layer["name"], {k: v for k, v in layer.items() if k != "name"})
+        log.info("serving %s on %s as %s", spec.name, device, dtype)
+        return cls(spec, device, dtype, dict(settings.parity_tolerance), layers, info)
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return tuple(t.to(device=self.device, dtype=self.dtype if t.is_floating_point() else t.dtype)
+                     for t in self.spec.example_inputs)
+
+    def _guarded(self, fn: Callable[[], Any]) -> Any:
+        """What every forward runs under, for requests and parity alike."""
+        with torch.inference_mode():
+            return fn()
+
+    def _forward(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
+        t0 = time.perf_counter()
+        try:
+            xs = [x.to(self.device, non_blocking=True) for x in inputs]
+            out = self._guarded(lambda: self.spec.module(*xs))
+            outs = [out] if isinstance(out, torch.Tensor) else list(out)
+            return [o.cpu() for o in outs], time.perf_counter() - t0
+        except Exception as exc:
+            if not _is_oom(exc):
+                raise
+        # Out of memory: raised outside the except block so that no traceback
+        # keeps this frame's tensors alive while the cache is freed.
+        xs = out = outs = None
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        raise DeviceOutOfMemory(f"{self.device} ran out of memory for this request; the server freed it and "
+                                f"keeps serving: retry with a smaller batch")
+
+    async def infer(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
+        """Outputs (on the CPU) and the seconds the forward took on the worker."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._forward, inputs)
+
+    def _parity(self) -> dict[str, Any]:
+        import kernels
+
+        return kernels.check_parity(self.spec.module, self.example_inputs(), tolerances=self.tolerances,
+                                    run=self._guarded)
+
+    async def parity(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._parity)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,79 @@
+"""The server's one settings class: CLI flags and CONVT_* environment variables.
+
+CLI flags win over environment variables, which win over defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, CliApp, SettingsConfigDict
+
+MiB = 1 << 20
+TOLERANCE_KEYS = ("float64", "float32", "float32-tf32", "float16", "bfloat16")
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+class Settings(BaseSettings):
+    """convt-serve: Open Inference Protocol (v2) server for ConvTranspose2d models."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CONVT_", cli_prog_name="convt-serve", cli_kebab_case=True, cli_implicit_flags=True,
+        protected_namespaces=(), extra="ignore",
+    )
+
+    model: str = Field("dcgan", description="a registered model (dcgan, kernelbench-57/65/69/71/75/78/81) "
+                                            "or package.module:factory")
+    weights: Path | None = Field(None, description="safetensors file or torch state_dict; without it, "
+                                                   "parameters come from a fixed seed")
+    device: str = Field("auto", description="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
+    dtype: Literal["fp32", "fp16", "bf16"] = Field("fp32", description="dtype the model is served in")
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8000, ge=0, le=65535, description="port to listen on")
+    max_request_bytes: int = Field(64 * MiB, gt=0, description="largest request body accepted (413 above)")
+    max_output_bytes: int = Field(256 * MiB, gt=0, description="largest output tensor computed (400 above)")
+    parity_tolerance: dict[str, float] = Field(
+        default_factory=dict,
+        description=f"relative-error tolerance overrides by precision, JSON or key=value; keys {list(TOLERANCE_KEYS)}")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        v = v.strip().lower()
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", v):
+            raise ValueError(f"device must be auto, cpu, cuda or cuda:N, not {v!r}")
+        return v
+
+    @field_validator("parity_tolerance")
+    @classmethod
+    def _tolerance(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(TOLERANCE_KEYS))
+        if unknown:
+            raise ValueError(f"unknown parity tolerance keys {unknown}; known: {list(TOLERANCE_KEYS)}")
+        if any(not (t > 0) for t in v.values()):
+            raise ValueError(f"parity tolerances must be > 0, got {v}")
+        return v
+
+    def torch_device(self) -> torch.device:
+        """The device to serve on; ``auto`` picks CUDA only where our CUDA kernel is built."""
+        if self.device == "auto":
+            import kernels
+
+            use_cuda = torch.cuda.is_available() and "cuda" in kernels.build_info()["backends"]
+            return torch.device("cuda" if use_cuda else "cpu")
+        return torch.device(self.device)
+
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+
+def parse(argv: list[str] | None = None) -> Settings:
+    """Settings from ``argv`` (default: sys.argv[1:]) and the environment."""
+    import sys
+
+    return CliApp.run(Settings, cli_args=sys.argv[1:] if argv is None else argv)
