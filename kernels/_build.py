@@ -140,8 +140,8 @@ def _load(kind: str, sources: tuple[str, ...], cflags: list[str], cuda_flags: li
 
 
 def load_cpu() -> None:
-    flags = ["-O3", "-fopenmp"]
-    _load("cpu", CPU_SOURCES, flags, [], ["-fopenmp"], "")
+    omp = [] if os.environ.get("CONVT_CPU_OPENMP") == "0" else ["-fopenmp"]
+    _load("cpu", CPU_SOURCES, ["-O3", *omp], [], omp, "")
     STATE.backends.append("cpu")
 
 
@@ -154,7 +154,9 @@ def load_cuda(required: bool = False) -> None:
     required = required or os.environ.get("CONVT_REQUIRE_CUDA") == "1"
     reason = None
     home = cuda_home()
-    if torch.version.cuda is None:
+    if os.environ.get("CONVT_BUILD_CUDA") == "0":
+        reason = "CONVT_BUILD_CUDA=0"
+    elif torch.version.cuda is None:
         reason = "this torch build has no CUDA"
     elif home is None:
         reason = "nvcc not found (set CUDA_HOME to the CUDA toolkit root)"

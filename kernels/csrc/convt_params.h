@@ -8,9 +8,38 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace convt {
+
+// Error messages are assembled into one std::string and never streamed: with
+// torch 2.11 and an extension built by g++ 13, c10::str's std::ostream crashed
+// (SIGSEGV in num_put) formatting an int64. A single std::string argument makes
+// TORCH_CHECK skip the ostream altogether.
+inline void append(std::string& s, const char* v) { s += v; }
+inline void append(std::string& s, const std::string& v) { s += v; }
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+inline void append(std::string& s, T v) { s += std::to_string(v); }
+inline void append(std::string& s, at::IntArrayRef v) {
+  s += "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  s += "]";
+}
+inline void append(std::string& s, c10::ScalarType t) { s += c10::toString(t); }
+inline void append(std::string& s, const c10::Device& d) { s += d.str(); }
+
+template <typename... Args>
+std::string msg(const Args&... args) {
+  std::string s;
+  (append(s, args), ...);
+  return s;
+}
+
+#define CONVT_CHECK(cond, ...) TORCH_CHECK(cond, ::convt::msg(__VA_ARGS__))
 
 struct ConvTParams {
   int64_t N, Cin, Hin, Win;
@@ -21,7 +50,7 @@ struct ConvTParams {
 };
 
 inline int64_t pair_at(at::IntArrayRef v, const char* name, size_t i) {
-  TORCH_CHECK(v.size() == 1 || v.size() == 2, "conv_transpose2d: ", name,
+  CONVT_CHECK(v.size() == 1 || v.size() == 2, "conv_transpose2d: ", name,
               " must have 1 or 2 elements, got ", v.size());
   return v.size() == 1 ? v[0] : v[i];
 }
@@ -33,13 +62,13 @@ inline ConvTParams make_params(const at::Tensor& input, const at::Tensor& weight
                                at::IntArrayRef stride, at::IntArrayRef padding,
                                at::IntArrayRef output_padding, int64_t groups,
                                at::IntArrayRef dilation) {
-  TORCH_CHECK(input.dim() == 4, "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: ",
+  CONVT_CHECK(input.dim() == 4, "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: ",
               input.sizes());
-  TORCH_CHECK(weight.dim() == 4, "conv_transpose2d: expected a 4D weight [Cin, Cout/groups, kH, kW], but got weight of size: ",
+  CONVT_CHECK(weight.dim() == 4, "conv_transpose2d: expected a 4D weight [Cin, Cout/groups, kH, kW], but got weight of size: ",
               weight.sizes());
-  TORCH_CHECK(input.device() == weight.device(), "conv_transpose2d: input is on ", input.device(),
+  CONVT_CHECK(input.device() == weight.device(), "conv_transpose2d: input is on ", input.device(),
               " but weight is on ", weight.device(), "; expected both on the same device");
-  TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "conv_transpose2d: input type (",
+  CONVT_CHECK(input.scalar_type() == weight.scalar_type(), "conv_transpose2d: input type (",
               input.scalar_type(), ") and weight type (", weight.scalar_type(), ") should be the same");
 
   ConvTParams p;
@@ -51,14 +80,14 @@ inline ConvTParams make_params(const at::Tensor& input, const at::Tensor& weight
   p.opw = pair_at(output_padding, "output_padding", 1);
   p.dh = pair_at(dilation, "dilation", 0);
   p.dw = pair_at(dilation, "dilation", 1);
-  TORCH_CHECK(p.sh > 0 && p.sw > 0, "non-positive stride is not supported");
-  TORCH_CHECK(p.ph >= 0 && p.pw >= 0, "negative padding is not supported");
-  TORCH_CHECK(p.oph >= 0 && p.opw >= 0, "negative output_padding is not supported");
-  TORCH_CHECK(p.dh > 0 && p.dw > 0, "dilation should be greater than zero");
-  TORCH_CHECK(groups > 0, "non-positive groups is not supported");
-  TORCH_CHECK(p.oph < p.sh || p.oph < p.dh, "output padding must be smaller than either stride or dilation, but got output_padding_height: ",
+  CONVT_CHECK(p.sh > 0 && p.sw > 0, "non-positive stride is not supported");
+  CONVT_CHECK(p.ph >= 0 && p.pw >= 0, "negative padding is not supported");
+  CONVT_CHECK(p.oph >= 0 && p.opw >= 0, "negative output_padding is not supported");
+  CONVT_CHECK(p.dh > 0 && p.dw > 0, "dilation should be greater than zero");
+  CONVT_CHECK(groups > 0, "non-positive groups is not supported");
+  CONVT_CHECK(p.oph < p.sh || p.oph < p.dh, "output padding must be smaller than either stride or dilation, but got output_padding_height: ",
               p.oph, " stride_height: ", p.sh, " dilation_height: ", p.dh);
-  TORCH_CHECK(p.opw < p.sw || p.opw < p.dw, "output padding must be smaller than either stride or dilation, but got output_padding_width: ",
+  CONVT_CHECK(p.opw < p.sw || p.opw < p.dw, "output padding must be smaller than either stride or dilation, but got output_padding_width: ",
               p.opw, " stride_width: ", p.sw, " dilation_width: ", p.dw);
 
   p.N = input.size(0);
@@ -68,30 +97,30 @@ inline ConvTParams make_params(const at::Tensor& input, const at::Tensor& weight
   p.groups = groups;
   p.KH = weight.size(2);
   p.KW = weight.size(3);
-  TORCH_CHECK(weight.size(0) >= 1, "Given groups=", groups, ", expected weight to be at least 1 at dimension 0, but got weight of size ",
+  CONVT_CHECK(weight.size(0) >= 1, "Given groups=", groups, ", expected weight to be at least 1 at dimension 0, but got weight of size ",
               weight.sizes(), " instead");
-  TORCH_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ", groups,
+  CONVT_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ", groups,
               " at dimension 0, but got weight of size ", weight.sizes(), " instead");
-  TORCH_CHECK(p.Cin == weight.size(0), "Given transposed=1, weight of size ", weight.sizes(),
+  CONVT_CHECK(p.Cin == weight.size(0), "Given transposed=1, weight of size ", weight.sizes(),
               ", expected input", input.sizes(), " to have ", weight.size(0), " channels, but got ",
               p.Cin, " channels instead");
   p.Cin_g = p.Cin / groups;
   p.Cout_g = weight.size(1);
   p.Cout = p.Cout_g * groups;
-  TORCH_CHECK(p.KH > 0 && p.KW > 0, "conv_transpose2d: kernel size must be positive, got weight of size ", weight.sizes());
-  TORCH_CHECK(p.Hin > 0 && p.Win > 0, "Only zero batch or zero channel inputs are supported, but got input shape: ", input.sizes());
+  CONVT_CHECK(p.KH > 0 && p.KW > 0, "conv_transpose2d: kernel size must be positive, got weight of size ", weight.sizes());
+  CONVT_CHECK(p.Hin > 0 && p.Win > 0, "Only zero batch or zero channel inputs are supported, but got input shape: ", input.sizes());
   if (bias.has_value() && bias->defined()) {
-    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == p.Cout, "Given transposed=1, weight of size ", weight.sizes(),
+    CONVT_CHECK(bias->dim() == 1 && bias->size(0) == p.Cout, "Given transposed=1, weight of size ", weight.sizes(),
                 ", expected bias to be 1-dimensional with ", p.Cout, " elements, but got bias of size ",
                 bias->sizes(), " instead");
-    TORCH_CHECK(bias->device() == input.device(), "conv_transpose2d: input is on ", input.device(),
+    CONVT_CHECK(bias->device() == input.device(), "conv_transpose2d: input is on ", input.device(),
                 " but bias is on ", bias->device(), "; expected both on the same device");
-    TORCH_CHECK(bias->scalar_type() == input.scalar_type(), "conv_transpose2d: input type (",
+    CONVT_CHECK(bias->scalar_type() == input.scalar_type(), "conv_transpose2d: input type (",
                 input.scalar_type(), ") and bias type (", bias->scalar_type(), ") should be the same");
   }
   p.Hout = (p.Hin - 1) * p.sh - 2 * p.ph + p.dh * (p.KH - 1) + p.oph + 1;
   p.Wout = (p.Win - 1) * p.sw - 2 * p.pw + p.dw * (p.KW - 1) + p.opw + 1;
-  TORCH_CHECK(p.Hout > 0 && p.Wout > 0, "Given input size per channel: (", p.Hin, " x ", p.Win,
+  CONVT_CHECK(p.Hout > 0 && p.Wout > 0, "Given input size per channel: (", p.Hin, " x ", p.Win,
               "). Calculated output size per channel: (", p.Hout, " x ", p.Wout, "). Output size is too small");
   return p;
 }
@@ -156,17 +185,17 @@ at::Tensor run_conv_transpose2d(const at::Tensor& input_in, const at::Tensor& we
   const at::Tensor input4 = unbatched ? input_in.unsqueeze(0) : input_in;
   const ConvTParams p = make_params(input4, weight, bias_in, stride, padding, output_padding, groups, dilation);
   const auto st = input4.scalar_type();
-  TORCH_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16,
+  CONVT_CHECK(st == at::kFloat || st == at::kDouble || st == at::kHalf || st == at::kBFloat16,
               "conv_transpose2d: unsupported dtype ", st, "; supported dtypes are float32, float64, float16 and bfloat16");
   at::Tensor out;
   if (out_in != nullptr) {
     const std::vector<int64_t> want = unbatched ? std::vector<int64_t>{p.Cout, p.Hout, p.Wout}
                                                 : std::vector<int64_t>{p.N, p.Cout, p.Hout, p.Wout};
-    TORCH_CHECK(out_in->sizes() == at::IntArrayRef(want), "conv_transpose2d: out has size ", out_in->sizes(),
+    CONVT_CHECK(out_in->sizes() == at::IntArrayRef(want), "conv_transpose2d: out has size ", out_in->sizes(),
                 ", expected ", at::IntArrayRef(want));
-    TORCH_CHECK(out_in->scalar_type() == st && out_in->device() == input4.device(),
+    CONVT_CHECK(out_in->scalar_type() == st && out_in->device() == input4.device(),
                 "conv_transpose2d: out must have the input's dtype (", st, ") and device (", input4.device(), ")");
-    TORCH_CHECK(out_in->is_contiguous(), "conv_transpose2d: out must be contiguous");
+    CONVT_CHECK(out_in->is_contiguous(), "conv_transpose2d: out must be contiguous");
     out = unbatched ? out_in->unsqueeze(0) : *out_in;
   } else {
     out = at::empty({p.N, p.Cout, p.Hout, p.Wout}, input4.options().memory_format(at::MemoryFormat::Contiguous));
