@@ -5,8 +5,10 @@ import torch
 import kernels
 
 CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype)
-    (2, 40, 20, (3, 3), (17, 9), 1, 1, 0, 1, 1, torch.float32),          # CO_T=16, two ci chunks, PX=1
-    (1, 8, 8, (4, 4), (40, 40), 2, 1, 1, 1, 1, torch.float16),           # CO_T=8, PX=4
+    (2, 40, 20, (3, 3), (17, 9), 1, 1, 0, 1, 1, torch.float32),          # CO_T=32, two ci chunks, PX=1
+    (4, 16, 40, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float32),         # CO_T=32, PX=2
+    (4, 16, 16, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float16),         # CO_T=16, PX=4
+    (4, 8, 8, (4, 4), (40, 40), 2, 1, 1, 1, 1, torch.float16),           # CO_T=8, PX=4
     (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16),           # pure-fill phases
     (2, 12, 12, (4, 4), (7, 7), 2, 1, 1, 1, 12, torch.float64),          # depthwise, CO_T=1
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4

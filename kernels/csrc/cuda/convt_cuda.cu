@@ -1,6 +1,6 @@
-// CUDA kernel, gather form organised by output phase. A block owns one image,
-// one group, one tile of CO_T output channels and THREADS*PX outputs of one phase
-// (outputs congruent mod stride), so its tap list is fixed: the divisibility test
+// CUDA kernel, gather form organised by output phase. A block owns one group,
+// one tile of CO_T output channels and THREADS*PX outputs of one phase (outputs
+// congruent mod stride, across the batch), so its tap list is fixed: the divisibility test
 // runs once per block, and no thread visits a tap that cannot contribute. Phases
 // with no taps are a pure bias/zero fill. Each thread keeps CO_T x PX accumulators
 // in registers; the weights of a chunk of input channels for the current tap are
@@ -41,23 +41,26 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t pix_tile = rest % tg.pix_tiles; rest /= tg.pix_tiles;
     const int64_t rw = rest % tg.phases_w; rest /= tg.phases_w;
     const int64_t rh = rest % tg.phases_h; rest /= tg.phases_h;
-    const int64_t co_tile = rest % tg.co_tiles; rest /= tg.co_tiles;
-    const int64_t g = rest % p.groups;
-    const int64_t n = rest / p.groups;
+    const int64_t co_tile = rest % tg.co_tiles;
+    const int64_t g = rest / tg.co_tiles;
 
     const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
     const int64_t co0 = co_tile * CO_T;
 
-    int64_t mh[PX], mw[PX];
+    // The batch is folded into the pixel dimension, so a small image at a large
+    // batch still fills whole blocks.
+    int64_t nb[PX], mh[PX], mw[PX];
     bool live[PX];
 #pragma unroll
     for (int j = 0; j < PX; ++j) {
       const int64_t pix = (pix_tile * PX + j) * kThreads + tid;
-      live[j] = pix < Mh * Mw;
-      mh[j] = live[j] ? pix / Mw : 0;
-      mw[j] = live[j] ? pix % Mw : 0;
+      live[j] = pix < p.N * Mh * Mw;
+      const int64_t q = live[j] ? pix : 0;
+      nb[j] = q / (Mh * Mw);
+      mh[j] = (q % (Mh * Mw)) / Mw;
+      mw[j] = q % Mw;
     }
 
     acc_t acc[CO_T][PX];
@@ -66,7 +69,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < PX; ++j) acc[c][j] = acc_t(0);
 
-    const scalar_t* x_g = x + (n * p.Cin + g * p.Cin_g) * HWin;
+    const scalar_t* x_g = x + g * p.Cin_g * HWin;
     const scalar_t* w_g = w + (g * p.Cin_g * p.Cout_g + co0) * KK;
     for (int64_t kh = th.k0; kh < p.KH; kh += th.step) {
       const int64_t bh = tap_offset(rh, p.ph, p.sh, p.dh, kh);
@@ -78,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < PX; ++j) {
           const int64_t ih = mh[j] + bh, iw = mw[j] + bw;
           ok[j] = live[j] && ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win;
-          off[j] = ok[j] ? ih * p.Win + iw : 0;
+          off[j] = ok[j] ? nb[j] * p.Cin * HWin + ih * p.Win + iw : 0;
         }
         const scalar_t* w_tap = w_g + kh * p.KW + kw;
         for (int64_t ci0 = 0; ci0 < p.Cin_g; ci0 += kCiChunk) {
@@ -110,13 +113,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < CO_T; ++c) {
       const int64_t co = co0 + c;
-      if (co >= p.Cout_g) break;
-      const int64_t oc = g * p.Cout_g + co;
-      const acc_t bv = bias != nullptr ? static_cast<acc_t>(bias[oc]) : acc_t(0);
-      scalar_t* y_c = y + (n * p.Cout + oc) * p.Hout * p.Wout;
+      if (co < p.Cout_g) {
+        const int64_t oc = g * p.Cout_g + co;
+        const acc_t bv = bias != nullptr ? static_cast<acc_t>(bias[oc]) : acc_t(0);
 #pragma unroll
-      for (int j = 0; j < PX; ++j) {
-        if (live[j]) y_c[(rh + mh[j] * p.sh) * p.Wout + rw + mw[j] * p.sw] = static_cast<scalar_t>(acc[c][j] + bv);
+        for (int j = 0; j < PX; ++j) {
+          if (live[j]) {
+            y[((nb[j] * p.Cout + oc) * p.Hout + rh + mh[j] * p.sh) * p.Wout + rw + mw[j] * p.sw] =
+                static_cast<scalar_t>(acc[c][j] + bv);
+          }
+        }
       }
     }
   }
@@ -130,9 +136,9 @@ void launch(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const sc
   tg.co_tiles = (p.Cout_g + CO_T - 1) / CO_T;
   tg.phases_h = std::min(p.sh, p.Hout);
   tg.phases_w = std::min(p.sw, p.Wout);
-  const int64_t phase_pixels = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+  const int64_t phase_pixels = p.N * ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
   tg.pix_tiles = (phase_pixels + kThreads * PX - 1) / (kThreads * PX);
-  tg.total = p.N * p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
+  tg.total = p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
   convt_phase_kernel<scalar_t, acc_t, CO_T, PX><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(p, tg, x, w, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -141,11 +147,13 @@ void launch(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const sc
 template <typename scalar_t, int CO_T>
 void launch_px(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* y,
                cudaStream_t stream) {
-  // Four outputs a thread reuse each staged weight fourfold; phases too small to
-  // fill a block that way take one output a thread instead.
-  const int64_t phase_pixels = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
-  if (phase_pixels >= kThreads * 4) {
-    launch<scalar_t, CO_T, 4>(p, x, w, b, y, stream);
+  // Several outputs a thread reuse each staged weight; phases too small to fill
+  // blocks that way take one output a thread instead. 32 channels a thread halve
+  // the input re-reads of 16, at two outputs a thread to stay within registers.
+  constexpr int kPx = CO_T >= 32 ? 2 : 4;
+  const int64_t phase_pixels = p.N * ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+  if (phase_pixels >= kThreads * kPx * 16) {
+    launch<scalar_t, CO_T, kPx>(p, x, w, b, y, stream);
   } else {
     launch<scalar_t, CO_T, 1>(p, x, w, b, y, stream);
   }
@@ -165,8 +173,10 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       launch_px<scalar_t, 4>(p, xp, wp, bp, yp, stream);
     } else if (p.Cout_g <= 8) {
       launch_px<scalar_t, 8>(p, xp, wp, bp, yp, stream);
-    } else {
+    } else if (p.Cout_g <= 16) {
       launch_px<scalar_t, 16>(p, xp, wp, bp, yp, stream);
+    } else {
+      launch_px<scalar_t, 32>(p, xp, wp, bp, yp, stream);
     }
   });
 }
