@@ -173,7 +173,10 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       launch_px<scalar_t, 4>(p, xp, wp, bp, yp, stream);
     } else if (p.Cout_g <= 8) {
       launch_px<scalar_t, 8>(p, xp, wp, bp, yp, stream);
-    } else if (p.Cout_g <= 16) {
+    } else if (p.Cout_g <= 16 || p.sh * p.sw > 1) {
+      // 32-channel tiles paid on stride-1 problems (kb57: 56 -> 37 ms) but cost
+      // strided ones half their speed (kb81: 1.8 -> 3.7 ms), whose sparse phases
+      // then leave too few blocks to fill the GPU.
       launch_px<scalar_t, 16>(p, xp, wp, bp, yp, stream);
     } else {
       launch_px<scalar_t, 32>(p, xp, wp, bp, yp, stream);
