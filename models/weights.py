@@ -50,11 +50,16 @@ def read_state_dict(path: str | Path) -> tuple[dict[str, torch.Tensor], str]:
             return load_file(str(path), device="cpu"), "safetensors"
         except (SafetensorError, OSError, ValueError) as exc:
             raise WeightsError(f"weights file {path} is not a readable safetensors file: {exc}") from exc
+    with path.open("rb") as f:
+        magic = f.read(2)
+    if magic != b"PK" and magic[:1] != b"\x80":  # torch.save's zip archive, or a legacy pickle
+        raise WeightsError(f"weights file {path} is neither safetensors nor a torch.save file")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
+        why = str(exc).split("WeightsUnpickler error:")[-1].strip().splitlines()[0]
         raise WeightsError(f"weights file {path} holds more than tensors and plain containers, which "
-                           f"weights_only=True refuses (save model.state_dict(), not the model): {exc}") from exc
+                           f"weights_only=True refuses (save model.state_dict(), not the model): {why}") from exc
     except (RuntimeError, OSError, EOFError, ValueError) as exc:
         raise WeightsError(f"weights file {path} is neither safetensors nor a torch.save file: {exc}") from exc
     if isinstance(obj, Mapping) and set(obj) == {"state_dict"}:

@@ -147,6 +147,8 @@ def _from_json(inp: RequestInput, dt: Datatype, count: int) -> torch.Tensor:
     except (ValueError, TypeError, OverflowError):
         raise InvalidRequest(f"input {inp.name!r}: data is not a regular nested list of numbers "
                              f"(rows of different lengths?); expected shape {inp.shape}") from None
+    if dt.torch == torch.uint64 and arr.dtype.kind in "fO":
+        arr = _uint64(inp, arr)  # numpy turns ints past 2**63 - 1 into floats or objects
     if arr.dtype.kind not in dt.numpy_kinds and arr.size:
         got = {"U": "strings", "S": "strings", "O": "mixed or irregular values", "b": "booleans",
                "f": "non-integral numbers"}.get(arr.dtype.kind, str(arr.dtype))
@@ -159,7 +161,19 @@ def _from_json(inp: RequestInput, dt: Datatype, count: int) -> torch.Tensor:
         values = arr.astype(np_dtype, casting="unsafe").reshape(inp.shape)
     except (ValueError, OverflowError) as exc:
         raise InvalidRequest(f"input {inp.name!r}: data cannot be read as {inp.datatype}: {exc}") from None
+    if dt.numpy_kinds == "iu" and values.size and not np.array_equal(values.reshape(arr.shape), arr):
+        raise InvalidRequest(f"input {inp.name!r}: data has values outside the range of {inp.datatype}")
     return torch.from_numpy(values).to(dt.torch)
+
+
+def _uint64(inp: RequestInput, arr: np.ndarray) -> np.ndarray:
+    try:
+        exact = np.array(inp.data, dtype=object)
+        if exact.shape == arr.shape and all(type(v) is int and 0 <= v < 2**64 for v in exact.flat):
+            return exact.astype(np.uint64)
+    except (ValueError, TypeError, OverflowError):
+        pass
+    return arr
 
 
 def wants_binary(request: InferenceRequest) -> tuple[bool, dict[str, bool]]:
