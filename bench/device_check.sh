@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for sm_90, self-check, GPU tests (parity,
 # KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
-# Usage there: bash bench/device_check.sh [kernels|bench|service|all]...
+# Usage there: bash bench/device_check.sh [kernels|bench|service|health|all]...
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -25,5 +25,17 @@ for part in "${@:-all}"; do
   case $part in
     service|all)
       CONVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/service -rs 2>&1 | tee "$OUT/service-tests.txt" | tail -n 30 ;;
+  esac
+  case $part in
+    health|all)  # a /health response from a real CUDA server
+      python3 -m service --device cuda --port 8765 > "$OUT/server-cuda.log" 2>&1 &
+      pid=$!
+      for _ in $(seq 1 180); do
+        curl -sf http://127.0.0.1:8765/v2/health/ready >/dev/null && break
+        sleep 1
+      done
+      curl -s -w '\nHTTP %{http_code}\n' http://127.0.0.1:8765/health > "$OUT/health-cuda.json"
+      tail -n 3 "$OUT/health-cuda.json"
+      kill -TERM $pid; wait $pid ;;
   esac
 done
