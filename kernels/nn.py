@@ -108,10 +108,4 @@ def unswapped_twin(model: nn.Module) -> nn.Module:
     return twin(model)
 
 
-def is_swapped(model: nn.Module) -> bool:
-    return any(isinstance(m, ConvTranspose2d) for m in model.modules()) and not any(
-        _swappable(m) and not isinstance(m, ConvTranspose2d) for m in model.modules()
-    )
-
-
-__all__ = ["ConvTranspose2d", "swap_conv_transpose2d", "unswapped_twin", "layer_config", "is_swapped"]
+__all__ = ["ConvTranspose2d", "swap_conv_transpose2d", "unswapped_twin", "layer_config"]

@@ -173,6 +173,12 @@ CONVT_HD inline int64_t phase_extent(int64_t phase, int64_t stride, int64_t out)
   return phase < out ? (out - phase + stride - 1) / stride : 0;
 }
 
+// Outputs in the largest phase of one image: phase 0 along each axis is never
+// smaller than the others. Sizes per-phase buffers and tiles.
+inline int64_t max_phase_pixels(const ConvTParams& p) {
+  return phase_extent(0, p.sh, p.Hout) * phase_extent(0, p.sw, p.Wout);
+}
+
 // The part of the op every backend shares: 3-d (unbatched) input, validation,
 // contiguous operands and the output (allocated, or the caller's `out`, checked).
 // `launch` must write every element of the 4-d output it is given.

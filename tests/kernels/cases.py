@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from kernels.ops import output_size
+
 
 def session_seed() -> int:
     """CONVT_TEST_SEED reproduces a failing run; otherwise a fresh seed each run."""
@@ -35,10 +37,7 @@ class Case:
         return self.stride, self.padding, self.output_padding, self.groups, self.dilation
 
     def out_hw(self):
-        return tuple(
-            (i - 1) * s - 2 * p + d * (k - 1) + o + 1
-            for i, k, s, p, o, d in zip(self.hw, self.k, self.stride, self.padding, self.output_padding, self.dilation)
-        )
+        return output_size(self.hw, self.k, self.stride, self.padding, self.output_padding, self.dilation)
 
     def tensors(self, dtype, device, gen: torch.Generator):
         """Fresh random input, weight and bias (never zeros), made on the CPU then moved."""

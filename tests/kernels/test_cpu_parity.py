@@ -82,8 +82,7 @@ def test_int_and_pair_arguments_agree():
 
 
 def test_keyword_call_matches_torch():
-    x, w, bias = torch.randn(2, 4, 5, 6, dtype=torch.float64), torch.randn(4, 1, 3, 2, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    x, w, bias = (torch.randn(2, 4, 5, 6, dtype=torch.float64), torch.randn(4, 4, 3, 2, dtype=torch.float64),
+                  torch.randn(8, dtype=torch.float64))
     kw = dict(bias=bias, stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2, dilation=1)
-    w2 = torch.randn(4, 4, 3, 2, dtype=torch.float64)
-    torch.testing.assert_close(kernels.conv_transpose2d(x, w2, **kw), torch.nn.functional.conv_transpose2d(x, w2, **kw))
-    del w
+    torch.testing.assert_close(kernels.conv_transpose2d(x, w, **kw), torch.nn.functional.conv_transpose2d(x, w, **kw))

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,16 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+@contextmanager
+def running_server(tmp_path_factory, label: str, *args: str):
+    """A server for one module (or the session), stopped when the block ends."""
+    server = start_server(tmp_path_factory.mktemp(label) / "server.log", *args)
+    try:
+        yield server
+    finally:
+        stop_server(server.process)
+
+
 def run_to_exit(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs a server that is expected to refuse to start."""
     return subprocess.run(server_command(*args), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
@@ -93,9 +104,15 @@ def run_to_exit(*args: str, timeout: float = 300) -> subprocess.CompletedProcess
 @pytest.fixture(scope="session")
 def dcgan_server(tmp_path_factory) -> Server:
     """The default model with default settings but a small request limit, shared by the session."""
-    server = start_server(tmp_path_factory.mktemp("dcgan") / "server.log", "--max-request-bytes", "4000000")
-    yield server
-    stop_server(server.process)
+    with running_server(tmp_path_factory, "dcgan", "--max-request-bytes", "4000000") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    """A client of the module's own ``server`` fixture."""
+    with server.client() as c:
+        yield c
 
 
 def rel_error(a: torch.Tensor, b: torch.Tensor) -> float:

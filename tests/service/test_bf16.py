@@ -11,7 +11,7 @@ import torch
 
 import models
 
-from .conftest import rel_error, start_server, stop_server
+from .conftest import rel_error, running_server
 
 NAME = "kernelbench-75"
 INFER = f"/v2/models/{NAME}/infer"
@@ -20,15 +20,9 @@ HEADER = "Inference-Header-Content-Length"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    s = start_server(tmp_path_factory.mktemp("bf16") / "server.log", "--model", NAME, "--dtype", "bf16")
-    yield s
-    stop_server(s.process)
+    with running_server(tmp_path_factory, "bf16", "--model", NAME, "--dtype", "bf16") as s:
+        yield s
 
-
-@pytest.fixture(scope="module")
-def client(server):
-    with server.client() as c:
-        yield c
 
 
 def test_metadata_says_bf16(client):

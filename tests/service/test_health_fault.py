@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import start_server, stop_server
+from .conftest import running_server
 
 # faulty_model.FAULTY_LAYER, restated: importing that module would override our
 # kernel in this (the test runner's) process too, for every test after this one.
@@ -19,15 +19,9 @@ NAME = "dcgan-faulty"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    s = start_server(tmp_path_factory.mktemp("faulty") / "server.log", "--model", "tests.service.faulty_model:factory")
-    yield s
-    stop_server(s.process)
+    with running_server(tmp_path_factory, "faulty", "--model", "tests.service.faulty_model:factory") as s:
+        yield s
 
-
-@pytest.fixture(scope="module")
-def client(server):
-    with server.client() as c:
-        yield c
 
 
 def test_up_but_not_ready(server, client):

@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 
 import models
 
-from .conftest import REL_TOL, rel_error, start_server, stop_server
+from .conftest import REL_TOL, rel_error, running_server
 
 NAME = "kernelbench-81"
 INFER = f"/v2/models/{NAME}/infer"
@@ -34,15 +34,9 @@ def weights(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, weights):
-    s = start_server(tmp_path_factory.mktemp("kb81") / "server.log", "--model", NAME, "--weights", str(weights))
-    yield s
-    stop_server(s.process)
+    with running_server(tmp_path_factory, "kb81", "--model", NAME, "--weights", str(weights)) as s:
+        yield s
 
-
-@pytest.fixture(scope="module")
-def client(server):
-    with server.client() as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import start_server, stop_server
+from .conftest import running_server
 
 INFER = "/v2/models/hungry/infer"
 
@@ -15,9 +15,8 @@ def request(batch: int) -> dict:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    s = start_server(tmp_path_factory.mktemp("hungry") / "server.log", "--model", "tests.service.hungry_model:factory")
-    yield s
-    stop_server(s.process)
+    with running_server(tmp_path_factory, "hungry", "--model", "tests.service.hungry_model:factory") as s:
+        yield s
 
 
 def test_out_of_memory_is_503_and_the_server_recovers(server):

@@ -63,7 +63,7 @@ void launch_cpu(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
     const scalar_t* bp = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
     scalar_t* op = out.mutable_data_ptr<scalar_t>();
     const int64_t plane_out = p.Hout * p.Wout;
-    const int64_t phase_max = ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+    const int64_t phase_max = max_phase_pixels(p);
     const int64_t work_per_plane =
         std::max<int64_t>(1, p.Cin_g * p.KH * p.KW * p.Hin * p.Win / (p.sh * p.sw) + plane_out);
     const int64_t grain = std::max<int64_t>(1, 32768 / work_per_plane);

@@ -140,7 +140,7 @@ void launch(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const sc
   tg.co_tiles = (p.Cout_g + CO_T - 1) / CO_T;
   tg.phases_h = std::min(p.sh, p.Hout);
   tg.phases_w = std::min(p.sw, p.Wout);
-  const int64_t phase_pixels = p.N * ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
+  const int64_t phase_pixels = p.N * max_phase_pixels(p);
   tg.pix_tiles = (phase_pixels + kThreads * PX - 1) / (kThreads * PX);
   tg.total = p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
@@ -155,8 +155,7 @@ void launch_px(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const
   // blocks that way take one output a thread instead. 32 channels a thread halve
   // the input re-reads of 16, at two outputs a thread to stay within registers.
   constexpr int kPx = CO_T >= 32 ? 2 : 4;
-  const int64_t phase_pixels = p.N * ((p.Hout + p.sh - 1) / p.sh) * ((p.Wout + p.sw - 1) / p.sw);
-  if (phase_pixels >= kThreads * kPx * 16) {
+  if (p.N * max_phase_pixels(p) >= kThreads * kPx * 16) {
     launch<scalar_t, CO_T, kPx>(p, x, w, b, y, stream);
   } else {
     launch<scalar_t, CO_T, 1>(p, x, w, b, y, stream);
