@@ -124,7 +124,27 @@ def replay_build(build: Stage, venv: Path, build_dir: Path) -> dict:
         steps.append({"run": run, "seconds": round(time.monotonic() - t0, 1)})
         print(f"replay: RUN done in {steps[-1]['seconds']} s", flush=True)
     built = sorted(str(p.relative_to(build_dir)) for p in set(build_dir.glob("*/*.so")) - before)
-    return {"steps": steps, "compiled": built, "overrides": overrides}
+    return {"steps": steps, "compiled": built, "overrides": overrides,
+            "cuda_binaries": cuda_binaries(build_dir, venv, overrides["CUDA_HOME"])}
+
+
+def cuda_binaries(build_dir: Path, venv: Path, home: str) -> list[str] | str:
+    """The GPU code in the CUDA kernel (sm_XX.cubin, sm_XX.ptx), read with cuobjdump
+    where one is at hand (the toolkit's, or the one triton ships)."""
+    tools = [Path(home) / "bin" / "cuobjdump", *venv.glob("lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump")]
+    tool = next((t for t in tools if t.exists()), None)
+    sos = sorted(build_dir.glob("convt_cuda_*/*.so"))
+    if tool is None or not sos:
+        return "not checked: no cuobjdump" if tool is None else "no CUDA kernel"
+    listing = subprocess.run([str(tool), "--list-elf", "--list-ptx", str(sos[-1])], capture_output=True, text=True)
+    return sorted(set(re.findall(r"\.((?:sm|compute)_\d+a?\.(?:cubin|ptx))\b", listing.stdout)))
+
+
+def missing_archs(archs: str, binaries: list[str]) -> list[str]:
+    """The cubin (and, for +PTX, ptx) files that TORCH_CUDA_ARCH_LIST asks for and the kernel lacks."""
+    want = [f"sm_{a.replace('+PTX', '').replace('.', '')}.cubin" for a in archs.split(";")]
+    want += [f"sm_{a.replace('+PTX', '').replace('.', '')}.ptx" for a in archs.split(";") if a.endswith("+PTX")]
+    return [w for w in want if w not in binaries]
 
 
 def runtime_env(runtime: Stage, venv: Path, build_dir: Path, home: Path, no_tools: Path) -> dict[str, str]:
@@ -242,10 +262,16 @@ def main(argv: list[str] | None = None) -> int:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=1))
     rt = report["runtime"]
+    binaries = report["build"]["cuda_binaries"]
+    if isinstance(binaries, list):
+        missing = missing_archs(build.env["TORCH_CUDA_ARCH_LIST"], binaries)
+        if missing:
+            rt["problems"].append(f"the CUDA kernel lacks {missing} (has {binaries})")
     print(f"replay: build {report['build_seconds']} s, compiled {report['build']['compiled'] or 'nothing (reused)'}; "
           f"server on {rt['device']}: ready {rt['ready']}, /health {rt['health_status']}, "
           f"kernels {rt['kernel'].get('backends')} from cache {rt['kernel'].get('from_cache')}, "
-          f"compilers reachable: {[t for t, p in rt['compilers_reachable'].items() if p] or 'none'}")
+          f"compilers reachable: {[t for t, p in rt['compilers_reachable'].items() if p] or 'none'}; "
+          f"GPU code in the CUDA kernel: {binaries}")
     if rt["problems"] or not rt["ready"]:
         print("replay FAILED:\n  " + "\n  ".join(rt["problems"] or ["never ready"]), file=sys.stderr)
         return 1
