@@ -72,10 +72,15 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(settings: Settings, devices: list[str]) -> int:
     """Runs the workers until a signal or a worker's exit; returns the exit code."""
-    import kernels  # built here once: N workers building into one directory at once would race
+    try:
+        import kernels  # built here once: N workers building into one directory at once would race
 
-    log.info("kernels: backends %s (build dir %s)", kernels.build_info()["backends"], kernels.build_info()["build_dir"])
-    sock = bind(settings.host, settings.port)
+        info = kernels.build_info()
+        sock = bind(settings.host, settings.port)
+    except Exception as exc:  # a kernel that does not build, a port that is taken
+        log.error("start-up failed: %s", exc)
+        return EXIT_STARTUP_FAILED
+    log.info("kernels: backends %s (build dir %s)", info["backends"], info["build_dir"])
     host, port = sock.getsockname()[:2]
     ctx = multiprocessing.get_context("spawn")  # a forked CUDA context is unusable; spawned workers start clean
     flags = ctx.Array("b", len(devices), lock=False)

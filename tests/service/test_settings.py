@@ -57,3 +57,14 @@ def test_devices_refused(device):
 
 def test_cpu_device():
     assert Settings(device="cpu").torch_device() == torch.device("cpu")
+
+
+def test_workers(monkeypatch):
+    assert parse([]).workers is None  # one per visible GPU, decided at start
+    monkeypatch.setenv("CONVT_WORKERS", "3")
+    assert parse([]).workers == 3 and parse(["--workers", "2"]).workers == 2
+    with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1"):
+        parse(["--workers", "0"])
+    with pytest.raises(pydantic.ValidationError, match="pins one GPU"):
+        parse(["--workers", "2", "--device", "cuda:1"])
+    assert parse(["--workers", "1", "--device", "cuda:1"]).device == "cuda:1"

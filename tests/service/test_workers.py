@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -155,12 +156,31 @@ def test_a_dead_worker_stops_the_server(tmp_path_factory):
         stop_server(s.process)
 
 
+def test_a_killed_parent_takes_its_workers_along(tmp_path_factory):
+    with running_server(tmp_path_factory, "orphans", "--workers", "2") as s:
+        wait_for(lambda: fresh(s.url, "/v2/health/ready").status_code == 200, 300, "both workers ready")
+        pids = [r.json()["worker"]["pid"] for r in by_worker(s.url, "/health").values()]
+        s.process.kill()  # SIGKILL: no signal reaches the workers
+        s.process.wait(timeout=10)
+        for pid in pids:
+            wait_for(lambda: not _alive(pid), 15, f"orphaned worker pid {pid} to exit")
+        assert s.logs().count("the parent process is gone: stopping") == 2
+
+
+def test_a_worker_start_up_failure_fails_the_server():
+    p = run_to_exit("--workers", "2", "--model", "no-such-model")
+    assert p.returncode == EXIT_STARTUP_FAILED
+    out = p.stdout + p.stderr
+    assert "start-up failed: unknown model 'no-such-model'" in out and "exited with 3" in out
+
+
 def _alive(pid: int) -> bool:
+    """Running, and not a zombie (an orphan's exit is reaped by whoever adopted it, maybe never)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
         return False
-    return True
+    return state != "Z"
 
 
 def test_workers_refused_settings():
