@@ -124,7 +124,8 @@ def _supervise(procs: list[multiprocessing.Process], flags) -> int:
             if p.exitcode is not None and not stopping:
                 flags[i] = 0
                 code = p.exitcode if p.exitcode > 0 else EXIT_WORKER_DIED
-                how = f"was killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0 else f"exited with {p.exitcode}"
+                how = (f"was killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
+                       else f"exited with {p.exitcode}")
                 log.error("worker %d (pid %d) %s: stopping the other workers; the server exits %d", i, p.pid, how, code)
                 stopping.append("worker exit")
                 _terminate(procs)

@@ -131,7 +131,8 @@ def replay_build(build: Stage, venv: Path, build_dir: Path) -> dict:
 def cuda_binaries(build_dir: Path, venv: Path, home: str) -> list[str] | str:
     """The GPU code in the CUDA kernel (sm_XX.cubin, sm_XX.ptx), read with cuobjdump
     where one is at hand (the toolkit's, or the one triton ships)."""
-    tools = [Path(home) / "bin" / "cuobjdump", *venv.glob("lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump")]
+    tools = [Path(home) / "bin" / "cuobjdump",
+             *venv.glob("lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump")]
     tool = next((t for t in tools if t.exists()), None)
     sos = sorted(build_dir.glob("convt_cuda_*/*.so"))
     if tool is None or not sos:
@@ -182,9 +183,10 @@ def start_runtime(runtime: Stage, venv: Path, build_dir: Path, workdir: Path) ->
         problems = []
         if status != 200 or not health.get("passed"):
             problems.append(f"/health answered {status}: {json.dumps(health)[:2000]}")
-        if not all(kernel.get("from_cache", {}).get(b) for b in kernel.get("backends", [])) or not kernel.get("backends"):
+        backends = kernel.get("backends") or []
+        if not backends or not all(kernel.get("from_cache", {}).get(b) for b in backends):
             problems.append(f"kernels not all loaded prebuilt: {kernel}")
-        if "cuda" not in kernel.get("backends", []):
+        if "cuda" not in backends:
             problems.append(f"the prebuilt CUDA kernel did not load: {kernel.get('skipped')}")
         if "building the" in logs:
             problems.append("the server started a kernel build")
