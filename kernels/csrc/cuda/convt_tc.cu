@@ -1,0 +1,417 @@
+// Tensor-core kernel. Every output phase (outputs congruent mod stride) is a dense
+// implicit GEMM: M = batch x phase pixels, N = Cout/groups, K = Cin/groups x the
+// phase's taps. A block owns BM pixels of one phase and BN output channels of one
+// group and walks K one (tap, 8-32 input channels) stage at a time: the stage's
+// gathered input tile and its slice of the pre-packed weights go through registers
+// into shared memory (double-buffered, one barrier per stage) while the warps run
+// mma.sync on the other buffer. Input channels travel as 32-bit "k-words": one
+// fp32 (a TF32 operand), or a packed pair of fp16/bf16, so one fragment layout
+// serves m16n8k8 TF32 and m16n8k16 fp16/bf16.
+#include "convt_tc.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+namespace convt {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+template <typename T>
+struct Word;  // input channels per k-word and how to pack them
+template <>
+struct Word<float> {
+  static constexpr int kChannels = 1;
+};
+template <>
+struct Word<at::Half> {
+  static constexpr int kChannels = 2;
+};
+template <>
+struct Word<at::BFloat16> {
+  static constexpr int kChannels = 2;
+};
+
+__device__ __forceinline__ uint32_t tf32_round(float f) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+
+// Low half holds the even channel: the mma's k-order within a register.
+__device__ __forceinline__ uint32_t pack2(at::Half lo, at::Half hi) {
+  return static_cast<uint32_t>(__half_as_ushort(lo)) | (static_cast<uint32_t>(__half_as_ushort(hi)) << 16);
+}
+__device__ __forceinline__ uint32_t pack2(at::BFloat16 lo, at::BFloat16 hi) {
+  return static_cast<uint32_t>(lo.x) | (static_cast<uint32_t>(hi.x) << 16);
+}
+
+// One k-word of input channels ci, ci+1.. for a thread's pixel; `src` points at
+// channel ci. TF32 mode rounds here, once per staged element, not per fragment.
+template <typename T, bool kRound>
+__device__ __forceinline__ uint32_t load_word(const T* src, int64_t plane, bool ok0, bool ok1);
+template <>
+__device__ __forceinline__ uint32_t load_word<float, true>(const float* src, int64_t, bool ok0, bool) {
+  return ok0 ? tf32_round(__ldg(src)) : 0u;
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<float, false>(const float* src, int64_t, bool ok0, bool) {
+  return ok0 ? __float_as_uint(__ldg(src)) : 0u;
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<at::Half, false>(const at::Half* src, int64_t plane, bool ok0, bool ok1) {
+  const at::Half z(0.0f);
+  return pack2(ok0 ? src[0] : z, ok1 ? src[plane] : z);
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<at::BFloat16, false>(const at::BFloat16* src, int64_t plane, bool ok0,
+                                                                   bool ok1) {
+  const at::BFloat16 z(0.0f);
+  return pack2(ok0 ? src[0] : z, ok1 ? src[plane] : z);
+}
+
+template <typename T>
+struct Mma;
+template <>
+struct Mma<float> {
+  static constexpr int kK = 8;  // channels per mma k-step
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+template <>
+struct Mma<at::Half> {
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+template <>
+struct Mma<at::BFloat16> {
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+// Geometry of the packed weights and the block grid, fixed per call.
+struct TcGrid {
+  int64_t words;      // k-words per tap after padding to a whole number of stages
+  int64_t co_pad;     // Cout/groups padded to a whole number of BN tiles
+  int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
+};
+
+// Weights [Cin, Cout/g, KH, KW] -> k-words [g][kh][kw][word][co_pad], zero-padded
+// so every stage's slice is in bounds and 16-byte aligned. Rounded to TF32 here
+// for the TF32 mode; 3xTF32 keeps full fp32 and splits at the fragment.
+template <typename T, bool kRound>
+__global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ w,
+                                    uint32_t* __restrict__ wp) {
+  constexpr int CPW = Word<T>::kChannels;
+  const int64_t total = p.groups * p.KH * p.KW * tg.words * tg.co_pad;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = i;
+    const int64_t co = r % tg.co_pad; r /= tg.co_pad;
+    const int64_t word = r % tg.words; r /= tg.words;
+    const int64_t kw = r % p.KW; r /= p.KW;
+    const int64_t kh = r % p.KH;
+    const int64_t g = r / p.KH;
+    const int64_t ci = word * CPW;
+    const bool okc = co < p.Cout_g;
+    const T* src = w + (((g * p.Cin_g + ci) * p.Cout_g + co) * p.KH + kh) * p.KW + kw;
+    const int64_t plane = p.Cout_g * p.KH * p.KW;
+    wp[i] = load_word<T, kRound>(src, plane, okc && ci < p.Cin_g, okc && ci + 1 < p.Cin_g);
+  }
+}
+
+__device__ __forceinline__ void split_tf32(uint32_t v, uint32_t& hi, uint32_t& lo) {
+  const float f = __uint_as_float(v);
+  hi = tf32_round(f);
+  lo = tf32_round(f - __uint_as_float(hi));
+}
+
+template <typename T, bool kSplit, int BN, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    convt_tc_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x, const uint32_t* __restrict__ wp,
+                    const T* __restrict__ bias, T* __restrict__ y) {
+  constexpr int CPW = Word<T>::kChannels;
+  constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
+  constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
+  constexpr int KWS = 4096 / BM;                        // k-words per stage: 16 staged words per thread
+  constexpr int PXT = BM >= kThreads ? BM / kThreads : 1;  // pixels a thread stages
+  constexpr int WPT = KWS * BM / kThreads / PXT;        // k-words a thread stages per pixel
+  // Pitches are 8 mod 32 words: the four k-rows one fragment load spans start in
+  // distinct 8-bank groups, so a warp's 32 fragment reads hit 32 banks.
+  constexpr int AP = BM + 8, BP = BN + 8;
+  constexpr int BV = KWS * BN / 4;                      // 16-byte weight vectors per stage
+  constexpr int BVT = (BV + kThreads - 1) / kThreads;
+
+  extern __shared__ __align__(16) uint32_t smem[];
+  uint32_t* As = smem;                   // [2][KWS][AP]
+  uint32_t* Bs = smem + 2 * KWS * AP;    // [2][KWS][BP]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+  const int64_t HWin = p.Hin * p.Win;
+
+  for (int64_t blk = blockIdx.x; blk < tg.total; blk += gridDim.x) {
+    int64_t rest = blk;
+    const int64_t rw = rest % tg.phases_w; rest /= tg.phases_w;
+    const int64_t rh = rest % tg.phases_h; rest /= tg.phases_h;
+    const int64_t pix_tile = rest % tg.pix_tiles; rest /= tg.pix_tiles;
+    const int64_t co_tile = rest % tg.co_tiles;
+    const int64_t g = rest / tg.co_tiles;
+
+    const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
+    const int64_t MP = Mh * Mw, M = p.N * MP, m_base = pix_tile * BM;
+    if (m_base >= M) continue;  // a smaller phase has fewer tiles than the largest one
+    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+    const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+    // Per-stage scalars in 32 bits: registers are what this kernel runs short of.
+    const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
+    const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+    const int chunks = static_cast<int>(tg.words / KWS);
+    const int stages = nth * ntw * chunks;
+    const int Hin = static_cast<int>(p.Hin), Win = static_cast<int>(p.Win);
+
+    // The pixels this thread stages, fixed for the tile.
+    const int wbase = BM >= kThreads ? 0 : (tid / BM) * WPT;
+    const T* px_src[PXT];
+    int px_h[PXT], px_w[PXT];
+#pragma unroll
+    for (int j = 0; j < PXT; ++j) {
+      const int64_t m = m_base + (BM >= kThreads ? tid + j * kThreads : tid % BM);
+      const int64_t n = m < M ? m / MP : 0, q = m < M ? m % MP : 0;
+      // Rows of a pixel past the tile's end fail every bound check below.
+      px_h[j] = m < M ? static_cast<int>(q / Mw) : -(1 << 30);
+      px_w[j] = static_cast<int>(q % Mw);
+      px_src[j] = x + (n * p.Cin + g * p.Cin_g + int64_t(wbase) * CPW) * HWin;
+    }
+
+    uint32_t a_st[PXT][WPT];
+    uint4 b_st[BVT];
+    auto load_stage = [&](int s) {
+      const int tap = s / chunks, chunk = s - tap * chunks;
+      const int kh = static_cast<int>(th.k0 + (tap / ntw) * th.step);
+      const int kw = static_cast<int>(tw.k0 + (tap % ntw) * tw.step);
+      const int bh = static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, kh));
+      const int bw = static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, kw));
+      const int ci0 = (chunk * KWS + wbase) * CPW;
+#pragma unroll
+      for (int j = 0; j < PXT; ++j) {
+        const int ih = px_h[j] + bh, iw = px_w[j] + bw;
+        const bool in = ih >= 0 && ih < Hin && iw >= 0 && iw < Win;
+        const T* src = px_src[j] + (in ? chunk * KWS * CPW * HWin + int64_t(ih) * Win + iw : 0);
+#pragma unroll
+        for (int k = 0; k < WPT; ++k) {
+          const int ci = ci0 + k * CPW;
+          a_st[j][k] = load_word<T, kRound>(src + k * CPW * HWin, HWin, in && ci < p.Cin_g, in && ci + 1 < p.Cin_g);
+        }
+      }
+      const uint4* wsrc = reinterpret_cast<const uint4*>(
+          wp + ((int64_t(g * p.KH + kh) * p.KW + kw) * tg.words + chunk * KWS) * tg.co_pad + co_tile * BN);
+#pragma unroll
+      for (int v = 0; v < BVT; ++v) {
+        const int e = tid + v * kThreads;
+        if (e < BV) b_st[v] = __ldg(wsrc + (e / (BN / 4)) * (tg.co_pad / 4) + e % (BN / 4));
+      }
+    };
+    auto store_stage = [&](int buf) {
+      uint32_t* a = As + buf * KWS * AP;
+#pragma unroll
+      for (int j = 0; j < PXT; ++j) {
+        const int col = BM >= kThreads ? tid + j * kThreads : tid % BM;
+#pragma unroll
+        for (int k = 0; k < WPT; ++k) a[(wbase + k) * AP + col] = a_st[j][k];
+      }
+      uint32_t* b = Bs + buf * KWS * BP;
+#pragma unroll
+      for (int v = 0; v < BVT; ++v) {
+        const int e = tid + v * kThreads;
+        if (e < BV) *reinterpret_cast<uint4*>(b + (e / (BN / 4)) * BP + (e % (BN / 4)) * 4) = b_st[v];
+      }
+    };
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+    if (stages > 0) {
+      load_stage(0);
+      store_stage(0);
+    }
+    __syncthreads();
+    for (int s = 0; s < stages; ++s) {
+      const int buf = static_cast<int>(s & 1);
+      if (s + 1 < stages) load_stage(s + 1);  // in flight while the warps multiply
+      const uint32_t* a = As + buf * KWS * AP + wm * 64 + g8;
+      const uint32_t* b = Bs + buf * KWS * BP + wn * 32 + g8;
+#pragma unroll
+      for (int ks = 0; ks < KWS; ks += 8) {
+        // One row of A fragments at a time keeps 12 fragment registers live, not 24.
+        uint32_t bf[4][2];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t* bj = b + (ks + t4) * BP + j * 8;
+          bf[j][0] = bj[0];
+          bf[j][1] = bj[4 * BP];
+        }
+        uint32_t bl[4][2];
+        if constexpr (kSplit) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) split_tf32(bf[j][r], bf[j][r], bl[j][r]);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t* ai = a + (ks + t4) * AP + i * 16;
+          uint32_t af[4] = {ai[0], ai[8], ai[4 * AP], ai[4 * AP + 8]};
+          if constexpr (kSplit) {
+            // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the
+            // dropped alo*blo is below fp32 rounding.
+            uint32_t al[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) split_tf32(af[r], af[r], al[r]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              Mma<T>::run(acc[i][j], al, bf[j]);
+              Mma<T>::run(acc[i][j], af, bl[j]);
+              Mma<T>::run(acc[i][j], af, bf[j]);
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) Mma<T>::run(acc[i][j], af, bf[j]);
+          }
+        }
+      }
+      if (s + 1 < stages) store_stage(buf ^ 1);
+      __syncthreads();
+    }
+
+    // Epilogue: fragment row g8 (+8) is a pixel, column 2*t4 (+1) a channel.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t m = m_base + wm * 64 + i * 16 + half * 8 + g8;
+        if (m >= M) continue;
+        const int64_t n = m / MP, q = m % MP;
+        const int64_t oh = rh + (q / Mw) * p.sh, ow = rw + (q % Mw) * p.sw;
+        T* yp = y + ((n * p.Cout + g * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int64_t co = co_tile * BN + wn * 32 + j * 8 + 2 * t4 + c;
+            if (co < p.Cout_g) {
+              const float bv = bias != nullptr ? static_cast<float>(bias[g * p.Cout_g + co]) : 0.f;
+              yp[co * p.Hout * p.Wout] = static_cast<T>(acc[i][j][half * 2 + c] + bv);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T, bool kSplit, int BN>
+void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
+                 const at::TensorOptions& opts) {
+  constexpr int CPW = Word<T>::kChannels;
+  constexpr int BM = (kWarps / (BN / 32)) * 64, KWS = 4096 / BM;
+  constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
+  TcGrid tg;
+  const int64_t words = (p.Cin_g + CPW - 1) / CPW;
+  tg.words = (words + KWS - 1) / KWS * KWS;
+  tg.co_tiles = (p.Cout_g + BN - 1) / BN;
+  tg.co_pad = tg.co_tiles * BN;
+  tg.phases_h = std::min(p.sh, p.Hout);
+  tg.phases_w = std::min(p.sw, p.Wout);
+  tg.pix_tiles = (p.N * max_phase_pixels(p) + BM - 1) / BM;
+  tg.total = p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
+
+  const int64_t packed = p.groups * p.KH * p.KW * tg.words * tg.co_pad;
+  at::Tensor wp = at::empty({packed}, opts.dtype(at::kInt));
+  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
+  const int pack_blocks = static_cast<int>(std::min<int64_t>((packed + 255) / 256, 4096));
+  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  constexpr int smem = 2 * KWS * ((BM + 8) + (BN + 8)) * 4;
+  // EXPERIMENT: register cap (2 blocks/SM spills at 128 registers) chosen by env until measured.
+  const char* mb = std::getenv("CONVT_TC_MINBLOCKS");
+  auto kernel = (kSplit || (mb != nullptr && mb[0] == '1')) ? convt_tc_kernel<T, kSplit, BN, 1>
+                                                              : convt_tc_kernel<T, kSplit, BN, 2>;
+  if (smem > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  }
+  const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
+  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p, tg, x, wpp, b, y);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T, bool kSplit>
+void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, TcTile tile, cudaStream_t stream) {
+  const T* xp = x.const_data_ptr<T>();
+  const T* wp = w.const_data_ptr<T>();
+  const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
+  T* yp = out.mutable_data_ptr<T>();
+  if (tile == TcTile::kAuto) {
+    // Channel tiles as wide as the group allows, so each staged input word
+    // feeds as many mma columns as it can; past 64 the 128-wide tile halves
+    // the input re-reads.
+    tile = p.Cout_g > 64 ? TcTile::kBN128 : p.Cout_g > 32 ? TcTile::kBN64 : TcTile::kBN32;
+  }
+  switch (tile) {
+    case TcTile::kBN32: launch_tile<T, kSplit, 32>(p, xp, wp, bp, yp, stream, x.options()); break;
+    case TcTile::kBN64: launch_tile<T, kSplit, 64>(p, xp, wp, bp, yp, stream, x.options()); break;
+    default: launch_tile<T, kSplit, 128>(p, xp, wp, bp, yp, stream, x.options()); break;
+  }
+}
+
+}  // namespace
+
+bool tc_supports(const ConvTParams& p, at::ScalarType dtype) {
+  return dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
+}
+
+void launch_tc(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+               Fp32Mode mode, TcTile tile, cudaStream_t stream) {
+  switch (x.scalar_type()) {
+    case at::kFloat:
+      if (mode == Fp32Mode::k3xTF32) {
+        launch_typed<float, true>(p, x, w, b, out, tile, stream);
+      } else {
+        launch_typed<float, false>(p, x, w, b, out, tile, stream);
+      }
+      break;
+    case at::kHalf: launch_typed<at::Half, false>(p, x, w, b, out, tile, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16, false>(p, x, w, b, out, tile, stream); break;
+    default: TORCH_CHECK(false, "convt: the tensor-core path takes float32, float16 and bfloat16");
+  }
+}
+
+}  // namespace convt
