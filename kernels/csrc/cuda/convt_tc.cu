@@ -1,12 +1,14 @@
 // Tensor-core kernel. Every output phase (outputs congruent mod stride) is a dense
 // implicit GEMM: M = batch x phase pixels, N = Cout/groups, K = Cin/groups x the
-// phase's taps. A block owns BM pixels of one phase and BN output channels of one
-// group and walks K one (tap, 8-32 input channels) stage at a time: the stage's
-// gathered input tile and its slice of the pre-packed weights go through registers
-// into shared memory (double-buffered, one barrier per stage) while the warps run
-// mma.sync on the other buffer. Input channels travel as 32-bit "k-words": one
-// fp32 (a TF32 operand), or a packed pair of fp16/bf16, so one fragment layout
-// serves m16n8k8 TF32 and m16n8k16 fp16/bf16.
+// phase's taps. The input is first rewritten channels-last (NHWC, channels padded
+// per group), so one pixel's K slice is contiguous: NCHW put every input channel
+// of a stage in another 4 MB plane, and the v1 of this kernel, gathering from
+// NCHW, ran at 8% of the tensor-core rate (docs/kernel-notes.md). A block owns BM
+// pixels of one phase and BN output channels of one group and walks K one
+// (tap, 8-16 k-words) stage at a time through a 3-stage cp.async pipeline, the
+// taps' out-of-range reads zero-filled by the copy itself. Input channels travel
+// as 32-bit "k-words": one fp32 (a TF32 operand), or a packed pair of fp16/bf16,
+// so one fragment layout serves m16n8k8 TF32 and m16n8k16 fp16/bf16.
 #include "convt_tc.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -110,10 +112,11 @@ struct Mma<at::BFloat16> {
   }
 };
 
-// Geometry of the packed weights and the block grid, fixed per call.
+// Geometry of the packed operands and the block grid, fixed per call.
 struct TcGrid {
-  int64_t words;      // k-words per tap after padding to a whole number of stages
+  int64_t words;      // k-words per tap and group after padding to a whole number of stages
   int64_t co_pad;     // Cout/groups padded to a whole number of BN tiles
+  int64_t px_words;   // k-words per input pixel in the channels-last copy: groups * words
   int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
 };
 
@@ -140,36 +143,78 @@ __global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const 
   }
 }
 
+// x [N, Cin, H, W] -> [N, H, W, groups, words * CPW], zero in the padded channels,
+// TF32-rounded in the TF32 mode: a tiled transpose, coalesced on both sides.
+template <typename T, bool kRound>
+__global__ void to_channels_last_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x,
+                                        T* __restrict__ xt) {
+  constexpr int CPW = Word<T>::kChannels;
+  __shared__ T tile[32][33];
+  const int64_t HW = p.Hin * p.Win, cg_pad = tg.words * CPW, c_tot = p.groups * cg_pad;
+  const int64_t n = blockIdx.z, c0 = int64_t(blockIdx.y) * 32, p0 = int64_t(blockIdx.x) * 32;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int cc = ty; cc < 32; cc += 8) {
+    const int64_t c = c0 + cc, g = c / cg_pad, ci = c % cg_pad, px = p0 + tx;
+    T v = T(0.0f);
+    if (c < c_tot && ci < p.Cin_g && px < HW) v = x[(n * p.Cin + g * p.Cin_g + ci) * HW + px];
+    if constexpr (kRound) v = __uint_as_float(tf32_round(v));
+    tile[cc][tx] = v;
+  }
+  __syncthreads();
+  for (int pp = ty; pp < 32; pp += 8) {
+    const int64_t px = p0 + pp, c = c0 + tx;
+    if (px < HW && c < c_tot) xt[(n * HW + px) * c_tot + c] = tile[tx][pp];
+  }
+}
+
 __device__ __forceinline__ void split_tf32(uint32_t v, uint32_t& hi, uint32_t& lo) {
   const float f = __uint_as_float(v);
   hi = tf32_round(f);
   lo = tf32_round(f - __uint_as_float(hi));
 }
 
+__device__ __forceinline__ void cp_async16(uint32_t* dst, const uint32_t* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  // src-size 0 writes 16 zero bytes: padding and taps past the image edge.
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Tile shape per BN: 8 warps, each 64 pixels x 32 channels.
+template <int BN>
+struct TcShape {
+  static constexpr int kStages = 3;
+  static constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
+  static constexpr int KWS = BM >= 512 ? 8 : 16;  // k-words per stage
+  // Pitches: A rows are pixels (KWS words + 4), B rows k-words (BN + 8), so the
+  // 32 lanes of a fragment load (8 rows x 4 columns) hit 32 distinct banks.
+  static constexpr int AP = KWS + 4, BP = BN + 8;
+  static constexpr int CPP = KWS / 4;                       // 16-byte copies per pixel and stage
+  static constexpr int ACP = BM * CPP / kThreads;           // A copies per thread and stage
+  static constexpr int BCOPIES = KWS * BN / 4;
+  static constexpr int A_WORDS = BM * AP, B_WORDS = KWS * BP;
+  static constexpr int kSmemBytes = kStages * (A_WORDS + B_WORDS) * 4;
+};
+
 template <typename T, bool kSplit, int BN, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    convt_tc_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x, const uint32_t* __restrict__ wp,
-                    const T* __restrict__ bias, T* __restrict__ y) {
-  constexpr int CPW = Word<T>::kChannels;
-  constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
-  constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
-  constexpr int KWS = 4096 / BM;                        // k-words per stage: 16 staged words per thread
-  constexpr int PXT = BM >= kThreads ? BM / kThreads : 1;  // pixels a thread stages
-  constexpr int WPT = KWS * BM / kThreads / PXT;        // k-words a thread stages per pixel
-  // Pitches are 8 mod 32 words: the four k-rows one fragment load spans start in
-  // distinct 8-bank groups, so a warp's 32 fragment reads hit 32 banks.
-  constexpr int AP = BM + 8, BP = BN + 8;
-  constexpr int BV = KWS * BN / 4;                      // 16-byte weight vectors per stage
-  constexpr int BVT = (BV + kThreads - 1) / kThreads;
-
+    convt_tc_kernel(const ConvTParams p, const TcGrid tg, const uint32_t* __restrict__ xt,
+                    const uint32_t* __restrict__ wp, const T* __restrict__ bias, T* __restrict__ y) {
+  using S = TcShape<BN>;
+  constexpr int BM = S::BM, KWS = S::KWS, AP = S::AP, BP = S::BP, NS = S::kStages;
   extern __shared__ __align__(16) uint32_t smem[];
-  uint32_t* As = smem;                   // [2][KWS][AP]
-  uint32_t* Bs = smem + 2 * KWS * AP;    // [2][KWS][BP]
+  uint32_t* As = smem;                    // [NS][BM][AP]
+  uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][KWS][BP]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
-  const int wm = warp % WARPS_M, wn = warp / WARPS_M;
-  const int64_t HWin = p.Hin * p.Win;
+  const int wm = warp % S::WARPS_M, wn = warp / S::WARPS_M;
+  const int Hin = static_cast<int>(p.Hin), Win = static_cast<int>(p.Win);
+  const int a_chunk = tid % S::CPP;  // which 16 bytes of a pixel's stage slice this thread copies
 
   for (int64_t blk = blockIdx.x; blk < tg.total; blk += gridDim.x) {
     int64_t rest = blk;
@@ -184,68 +229,44 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (m_base >= M) continue;  // a smaller phase has fewer tiles than the largest one
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-    // Per-stage scalars in 32 bits: registers are what this kernel runs short of.
     const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
     const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
     const int chunks = static_cast<int>(tg.words / KWS);
     const int stages = nth * ntw * chunks;
-    const int Hin = static_cast<int>(p.Hin), Win = static_cast<int>(p.Win);
 
-    // The pixels this thread stages, fixed for the tile.
-    const int wbase = BM >= kThreads ? 0 : (tid / BM) * WPT;
-    const T* px_src[PXT];
-    int px_h[PXT], px_w[PXT];
+    // The pixels whose slices this thread copies, fixed for the tile.
+    const uint32_t* px_src[S::ACP];
+    int px_h[S::ACP], px_w[S::ACP];
 #pragma unroll
-    for (int j = 0; j < PXT; ++j) {
-      const int64_t m = m_base + (BM >= kThreads ? tid + j * kThreads : tid % BM);
+    for (int i = 0; i < S::ACP; ++i) {
+      const int64_t m = m_base + (tid + i * kThreads) / S::CPP;
       const int64_t n = m < M ? m / MP : 0, q = m < M ? m % MP : 0;
-      // Rows of a pixel past the tile's end fail every bound check below.
-      px_h[j] = m < M ? static_cast<int>(q / Mw) : -(1 << 30);
-      px_w[j] = static_cast<int>(q % Mw);
-      px_src[j] = x + (n * p.Cin + g * p.Cin_g + int64_t(wbase) * CPW) * HWin;
+      px_h[i] = m < M ? static_cast<int>(q / Mw) : -(1 << 30);  // fails every bound check
+      px_w[i] = static_cast<int>(q % Mw);
+      px_src[i] = xt + n * p.Hin * p.Win * tg.px_words + g * tg.words + a_chunk * 4;
     }
 
-    uint32_t a_st[PXT][WPT];
-    uint4 b_st[BVT];
-    auto load_stage = [&](int s) {
+    auto issue = [&](int s, int buf) {
       const int tap = s / chunks, chunk = s - tap * chunks;
       const int kh = static_cast<int>(th.k0 + (tap / ntw) * th.step);
       const int kw = static_cast<int>(tw.k0 + (tap % ntw) * tw.step);
       const int bh = static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, kh));
       const int bw = static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, kw));
-      const int ci0 = (chunk * KWS + wbase) * CPW;
+      uint32_t* a = As + buf * S::A_WORDS;
 #pragma unroll
-      for (int j = 0; j < PXT; ++j) {
-        const int ih = px_h[j] + bh, iw = px_w[j] + bw;
+      for (int i = 0; i < S::ACP; ++i) {
+        const int ih = px_h[i] + bh, iw = px_w[i] + bw;
         const bool in = ih >= 0 && ih < Hin && iw >= 0 && iw < Win;
-        const T* src = px_src[j] + (in ? chunk * KWS * CPW * HWin + int64_t(ih) * Win + iw : 0);
-#pragma unroll
-        for (int k = 0; k < WPT; ++k) {
-          const int ci = ci0 + k * CPW;
-          a_st[j][k] = load_word<T, kRound>(src + k * CPW * HWin, HWin, in && ci < p.Cin_g, in && ci + 1 < p.Cin_g);
-        }
+        const uint32_t* src = in ? px_src[i] + (int64_t(ih) * Win + iw) * tg.px_words + chunk * KWS : xt;
+        cp_async16(a + ((tid + i * kThreads) / S::CPP) * AP + a_chunk * 4, src, in);
       }
-      const uint4* wsrc = reinterpret_cast<const uint4*>(
-          wp + ((int64_t(g * p.KH + kh) * p.KW + kw) * tg.words + chunk * KWS) * tg.co_pad + co_tile * BN);
+      const uint32_t* wsrc = wp + ((int64_t(g * p.KH + kh) * p.KW + kw) * tg.words + chunk * KWS) * tg.co_pad +
+                             co_tile * BN;
+      uint32_t* b = Bs + buf * S::B_WORDS;
 #pragma unroll
-      for (int v = 0; v < BVT; ++v) {
-        const int e = tid + v * kThreads;
-        if (e < BV) b_st[v] = __ldg(wsrc + (e / (BN / 4)) * (tg.co_pad / 4) + e % (BN / 4));
-      }
-    };
-    auto store_stage = [&](int buf) {
-      uint32_t* a = As + buf * KWS * AP;
-#pragma unroll
-      for (int j = 0; j < PXT; ++j) {
-        const int col = BM >= kThreads ? tid + j * kThreads : tid % BM;
-#pragma unroll
-        for (int k = 0; k < WPT; ++k) a[(wbase + k) * AP + col] = a_st[j][k];
-      }
-      uint32_t* b = Bs + buf * KWS * BP;
-#pragma unroll
-      for (int v = 0; v < BVT; ++v) {
-        const int e = tid + v * kThreads;
-        if (e < BV) *reinterpret_cast<uint4*>(b + (e / (BN / 4)) * BP + (e % (BN / 4)) * 4) = b_st[v];
+      for (int e = tid; e < S::BCOPIES; e += kThreads) {
+        const int row = e / (BN / 4), col = (e % (BN / 4)) * 4;
+        cp_async16(b + row * BP + col, wsrc + row * tg.co_pad + col, true);
       }
     };
 
@@ -257,25 +278,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
 
-    if (stages > 0) {
-      load_stage(0);
-      store_stage(0);
+#pragma unroll
+    for (int st = 0; st < NS - 1; ++st) {
+      if (st < stages) issue(st, st);
+      cp_async_commit();
     }
-    __syncthreads();
     for (int s = 0; s < stages; ++s) {
-      const int buf = static_cast<int>(s & 1);
-      if (s + 1 < stages) load_stage(s + 1);  // in flight while the warps multiply
-      const uint32_t* a = As + buf * KWS * AP + wm * 64 + g8;
-      const uint32_t* b = Bs + buf * KWS * BP + wn * 32 + g8;
+      cp_async_wait<NS - 2>();
+      __syncthreads();  // stage s landed for every thread; stage s-1's buffer is free
+      if (s + NS - 1 < stages) issue(s + NS - 1, (s + NS - 1) % NS);
+      cp_async_commit();
+      const int buf = s % NS;
+      const uint32_t* a = As + buf * S::A_WORDS + (wm * 64 + g8) * AP + t4;
+      const uint32_t* b = Bs + buf * S::B_WORDS + t4 * BP + wn * 32 + g8;
 #pragma unroll
       for (int ks = 0; ks < KWS; ks += 8) {
-        // One row of A fragments at a time keeps 12 fragment registers live, not 24.
         uint32_t bf[4][2];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const uint32_t* bj = b + (ks + t4) * BP + j * 8;
-          bf[j][0] = bj[0];
-          bf[j][1] = bj[4 * BP];
+          bf[j][0] = b[ks * BP + j * 8];
+          bf[j][1] = b[(ks + 4) * BP + j * 8];
         }
         uint32_t bl[4][2];
         if constexpr (kSplit) {
@@ -286,8 +308,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const uint32_t* ai = a + (ks + t4) * AP + i * 16;
-          uint32_t af[4] = {ai[0], ai[8], ai[4 * AP], ai[4 * AP + 8]};
+          // One row of A fragments at a time: 4 live registers, not 16.
+          const uint32_t* ai = a + i * 16 * AP + ks;
+          uint32_t af[4] = {ai[0], ai[8 * AP], ai[4], ai[8 * AP + 4]};
           if constexpr (kSplit) {
             // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the
             // dropped alo*blo is below fp32 rounding.
@@ -306,9 +329,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           }
         }
       }
-      if (s + 1 < stages) store_stage(buf ^ 1);
-      __syncthreads();
     }
+    cp_async_wait<0>();
+    __syncthreads();  // the next tile's copies must not land on buffers still being read
 
     // Epilogue: fragment row g8 (+8) is a pixel, column 2*t4 (+1) a channel.
 #pragma unroll
@@ -339,17 +362,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 template <typename T, bool kSplit, int BN>
 void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
                  const at::TensorOptions& opts) {
+  using S = TcShape<BN>;
   constexpr int CPW = Word<T>::kChannels;
-  constexpr int BM = (kWarps / (BN / 32)) * 64, KWS = 4096 / BM;
   constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
   TcGrid tg;
   const int64_t words = (p.Cin_g + CPW - 1) / CPW;
-  tg.words = (words + KWS - 1) / KWS * KWS;
+  tg.words = (words + S::KWS - 1) / S::KWS * S::KWS;
+  tg.px_words = p.groups * tg.words;
   tg.co_tiles = (p.Cout_g + BN - 1) / BN;
   tg.co_pad = tg.co_tiles * BN;
   tg.phases_h = std::min(p.sh, p.Hout);
   tg.phases_w = std::min(p.sw, p.Wout);
-  tg.pix_tiles = (p.N * max_phase_pixels(p) + BM - 1) / BM;
+  tg.pix_tiles = (p.N * max_phase_pixels(p) + S::BM - 1) / S::BM;
   tg.total = p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
 
   const int64_t packed = p.groups * p.KH * p.KW * tg.words * tg.co_pad;
@@ -359,16 +383,21 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 
-  constexpr int smem = 2 * KWS * ((BM + 8) + (BN + 8)) * 4;
+  const int64_t HW = p.Hin * p.Win, c_tot = tg.px_words * CPW;
+  at::Tensor xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
+  const dim3 tgrid(static_cast<unsigned>((HW + 31) / 32), static_cast<unsigned>((c_tot + 31) / 32),
+                   static_cast<unsigned>(p.N));
+  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
+  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
   // EXPERIMENT: register cap (2 blocks/SM spills at 128 registers) chosen by env until measured.
   const char* mb = std::getenv("CONVT_TC_MINBLOCKS");
-  auto kernel = (kSplit || (mb != nullptr && mb[0] == '1')) ? convt_tc_kernel<T, kSplit, BN, 1>
-                                                              : convt_tc_kernel<T, kSplit, BN, 2>;
-  if (smem > 48 * 1024) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  }
+  auto kernel = (mb != nullptr && mb[0] == '1') ? convt_tc_kernel<T, kSplit, BN, 1> : convt_tc_kernel<T, kSplit, BN, 2>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
-  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p, tg, x, wpp, b, y);
+  kernel<<<static_cast<unsigned>(grid), kThreads, S::kSmemBytes, stream>>>(
+      p, tg, reinterpret_cast<const uint32_t*>(xt.const_data_ptr<int>()), wpp, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
