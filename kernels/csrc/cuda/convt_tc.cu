@@ -114,9 +114,9 @@ struct Mma<at::BFloat16> {
 
 // Geometry of the packed operands and the block grid, fixed per call.
 struct TcGrid {
-  int64_t words;      // k-words per tap and group after padding to a whole number of stages
-  int64_t co_pad;     // Cout/groups padded to a whole number of BN tiles
-  int64_t px_words;   // k-words per input pixel in the channels-last copy: groups * words
+  int words;      // k-words per tap and group after padding to a whole number of stages
+  int co_pad;     // Cout/groups padded to a whole number of BN tiles
+  int px_words;   // k-words per input pixel in the channels-last copy: groups * words
   int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
 };
 
@@ -218,55 +218,75 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   for (int64_t blk = blockIdx.x; blk < tg.total; blk += gridDim.x) {
     int64_t rest = blk;
-    const int64_t rw = rest % tg.phases_w; rest /= tg.phases_w;
-    const int64_t rh = rest % tg.phases_h; rest /= tg.phases_h;
-    const int64_t pix_tile = rest % tg.pix_tiles; rest /= tg.pix_tiles;
-    const int64_t co_tile = rest % tg.co_tiles;
-    const int64_t g = rest / tg.co_tiles;
+    const int rw = static_cast<int>(rest % tg.phases_w); rest /= tg.phases_w;
+    const int rh = static_cast<int>(rest % tg.phases_h); rest /= tg.phases_h;
+    const int pix_tile = static_cast<int>(rest % tg.pix_tiles); rest /= tg.pix_tiles;
+    const int co_tile = static_cast<int>(rest % tg.co_tiles);
+    const int g = static_cast<int>(rest / tg.co_tiles);
 
-    const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
-    const int64_t MP = Mh * Mw, M = p.N * MP, m_base = pix_tile * BM;
+    // Everything per tile and per stage in 32 bits (the host guarantees the
+    // ranges): v2 spent 20 instructions per mma, mostly int64 address and tap
+    // arithmetic (ncu, docs/kernel-notes.md).
+    const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
+    const int MP = Mh * Mw, M = static_cast<int>(p.N) * MP, m_base = pix_tile * BM;
     if (m_base >= M) continue;  // a smaller phase has fewer tiles than the largest one
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
     const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
     const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
-    const int chunks = static_cast<int>(tg.words / KWS);
+    const int chunks = tg.words / KWS;
     const int stages = nth * ntw * chunks;
+    // Successive taps of a phase move the input row by a fixed whole step.
+    const int bh0 = nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0;
+    const int bw0 = ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0;
+    const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
+    const int wtap_h = static_cast<int>(th.step * p.KW) * tg.words * tg.co_pad;
+    const int wtap_w = static_cast<int>(tw.step) * tg.words * tg.co_pad;
+    const uint32_t* w_tile = wp + ((static_cast<int64_t>(g) * p.KH + th.k0) * p.KW + tw.k0) * tg.words * tg.co_pad +
+                             co_tile * BN;
 
     // The pixels whose slices this thread copies, fixed for the tile.
-    const uint32_t* px_src[S::ACP];
-    int px_h[S::ACP], px_w[S::ACP];
+    int px_off[S::ACP], px_h[S::ACP], px_w[S::ACP];
 #pragma unroll
     for (int i = 0; i < S::ACP; ++i) {
-      const int64_t m = m_base + (tid + i * kThreads) / S::CPP;
-      const int64_t n = m < M ? m / MP : 0, q = m < M ? m % MP : 0;
-      px_h[i] = m < M ? static_cast<int>(q / Mw) : -(1 << 30);  // fails every bound check
-      px_w[i] = static_cast<int>(q % Mw);
-      px_src[i] = xt + n * p.Hin * p.Win * tg.px_words + g * tg.words + a_chunk * 4;
+      const int m = m_base + (tid + i * kThreads) / S::CPP;
+      const int n = m < M ? m / MP : 0, q = m < M ? m - n * MP : 0;
+      px_w[i] = q % Mw;
+      px_off[i] = ((n * Hin + q / Mw) * Win + px_w[i]) * tg.px_words + g * tg.words + a_chunk * 4;
+      px_h[i] = m < M ? q / Mw : -(1 << 29);  // a pixel past the end fails every bound check
     }
 
-    auto issue = [&](int s, int buf) {
-      const int tap = s / chunks, chunk = s - tap * chunks;
-      const int kh = static_cast<int>(th.k0 + (tap / ntw) * th.step);
-      const int kw = static_cast<int>(tw.k0 + (tap % ntw) * tw.step);
-      const int bh = static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, kh));
-      const int bw = static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, kw));
-      uint32_t* a = As + buf * S::A_WORDS;
+    // The copy cursor runs NS-1 stages ahead of the multiply: (tap row, tap column, chunk).
+    int c_chunk = 0, c_tw = 0, c_bh = bh0, c_bw = bw0;
+    const uint32_t* c_w = w_tile;
+    const uint32_t* c_wrow = w_tile;
+    auto issue = [&](int buf) {
+      const int tap_off = (c_bh * Win + c_bw) * tg.px_words + c_chunk * KWS;
+      uint32_t* a = As + buf * S::A_WORDS + (tid / S::CPP) * AP + a_chunk * 4;
 #pragma unroll
       for (int i = 0; i < S::ACP; ++i) {
-        const int ih = px_h[i] + bh, iw = px_w[i] + bw;
-        const bool in = ih >= 0 && ih < Hin && iw >= 0 && iw < Win;
-        const uint32_t* src = in ? px_src[i] + (int64_t(ih) * Win + iw) * tg.px_words + chunk * KWS : xt;
-        cp_async16(a + ((tid + i * kThreads) / S::CPP) * AP + a_chunk * 4, src, in);
+        const bool in = static_cast<unsigned>(px_h[i] + c_bh) < static_cast<unsigned>(Hin) &&
+                        static_cast<unsigned>(px_w[i] + c_bw) < static_cast<unsigned>(Win);
+        cp_async16(a + i * (kThreads / S::CPP) * AP, in ? xt + (px_off[i] + tap_off) : xt, in);
       }
-      const uint32_t* wsrc = wp + ((int64_t(g * p.KH + kh) * p.KW + kw) * tg.words + chunk * KWS) * tg.co_pad +
-                             co_tile * BN;
+      const uint32_t* wsrc = c_w + c_chunk * KWS * tg.co_pad;
       uint32_t* b = Bs + buf * S::B_WORDS;
 #pragma unroll
       for (int e = tid; e < S::BCOPIES; e += kThreads) {
         const int row = e / (BN / 4), col = (e % (BN / 4)) * 4;
         cp_async16(b + row * BP + col, wsrc + row * tg.co_pad + col, true);
+      }
+      if (++c_chunk == chunks) {
+        c_chunk = 0;
+        c_bw -= dbw;
+        c_w += wtap_w;
+        if (++c_tw == ntw) {
+          c_tw = 0;
+          c_bw = bw0;
+          c_bh -= dbh;
+          c_wrow += wtap_h;
+          c_w = c_wrow;
+        }
       }
     };
 
@@ -280,17 +300,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 #pragma unroll
     for (int st = 0; st < NS - 1; ++st) {
-      if (st < stages) issue(st, st);
+      if (st < stages) issue(st);
       cp_async_commit();
     }
+    int buf = 0;
     for (int s = 0; s < stages; ++s) {
       cp_async_wait<NS - 2>();
       __syncthreads();  // stage s landed for every thread; stage s-1's buffer is free
-      if (s + NS - 1 < stages) issue(s + NS - 1, (s + NS - 1) % NS);
+      if (s + NS - 1 < stages) issue(buf == 0 ? NS - 1 : buf - 1);
       cp_async_commit();
-      const int buf = s % NS;
       const uint32_t* a = As + buf * S::A_WORDS + (wm * 64 + g8) * AP + t4;
       const uint32_t* b = Bs + buf * S::B_WORDS + t4 * BP + wn * 32 + g8;
+      buf = buf == NS - 1 ? 0 : buf + 1;
 #pragma unroll
       for (int ks = 0; ks < KWS; ks += 8) {
         uint32_t bf[4][2];
@@ -334,23 +355,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncthreads();  // the next tile's copies must not land on buffers still being read
 
     // Epilogue: fragment row g8 (+8) is a pixel, column 2*t4 (+1) a channel.
+    const int64_t plane = p.Hout * p.Wout;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int64_t m = m_base + wm * 64 + i * 16 + half * 8 + g8;
+        const int m = m_base + wm * 64 + i * 16 + half * 8 + g8;
         if (m >= M) continue;
-        const int64_t n = m / MP, q = m % MP;
-        const int64_t oh = rh + (q / Mw) * p.sh, ow = rw + (q % Mw) * p.sw;
-        T* yp = y + ((n * p.Cout + g * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+        const int n = m / MP, q = m - n * MP, qh = q / Mw;
+        const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(q - qh * Mw) * p.sw;
+        T* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
-            const int64_t co = co_tile * BN + wn * 32 + j * 8 + 2 * t4 + c;
+            const int co = co_tile * BN + wn * 32 + j * 8 + 2 * t4 + c;
             if (co < p.Cout_g) {
-              const float bv = bias != nullptr ? static_cast<float>(bias[g * p.Cout_g + co]) : 0.f;
-              yp[co * p.Hout * p.Wout] = static_cast<T>(acc[i][j][half * 2 + c] + bv);
+              const float bv = bias != nullptr ? static_cast<float>(bias[int64_t(g) * p.Cout_g + co]) : 0.f;
+              yp[co * plane] = static_cast<T>(acc[i][j][half * 2 + c] + bv);
             }
           }
         }
@@ -367,10 +389,10 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
   TcGrid tg;
   const int64_t words = (p.Cin_g + CPW - 1) / CPW;
-  tg.words = (words + S::KWS - 1) / S::KWS * S::KWS;
-  tg.px_words = p.groups * tg.words;
+  tg.words = static_cast<int>((words + S::KWS - 1) / S::KWS * S::KWS);
+  tg.px_words = static_cast<int>(p.groups * tg.words);
   tg.co_tiles = (p.Cout_g + BN - 1) / BN;
-  tg.co_pad = tg.co_tiles * BN;
+  tg.co_pad = static_cast<int>(tg.co_tiles * BN);
   tg.phases_h = std::min(p.sh, p.Hout);
   tg.phases_w = std::min(p.sw, p.Wout);
   tg.pix_tiles = (p.N * max_phase_pixels(p) + S::BM - 1) / S::BM;
@@ -424,7 +446,13 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }  // namespace
 
 bool tc_supports(const ConvTParams& p, at::ScalarType dtype) {
-  return dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
+  if (dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16) return false;
+  // The kernel indexes the channels-last copy, the packed weights and the pixels
+  // of a phase in 32 bits (with room for padding to whole tiles).
+  const int64_t lim = int64_t(1) << 30;
+  const int64_t words = p.Cin_g + 64, co = p.Cout_g + 128;
+  return p.N * p.Hin * p.Win * p.groups * words < lim && p.groups * p.KH * p.KW * words * co < lim &&
+         p.N * max_phase_pixels(p) + 512 < lim;
 }
 
 void launch_tc(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
