@@ -120,18 +120,19 @@ struct TcGrid {
   int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
 };
 
-// Weights [Cin, Cout/g, KH, KW] -> k-words [g][kh][kw][word][co_pad], zero-padded
-// so every stage's slice is in bounds and 16-byte aligned. Rounded to TF32 here
-// for the TF32 mode; 3xTF32 keeps full fp32 and splits at the fragment.
+// Weights [Cin, Cout/g, KH, KW] -> k-words [g][kh][kw][co_pad][word], zero-padded
+// so every stage's slice is in bounds and 16-byte aligned, k contiguous per
+// channel as ldmatrix wants the mma's B operand. Rounded to TF32 here for the
+// TF32 mode; 3xTF32 keeps full fp32 and splits at the fragment.
 template <typename T, bool kRound>
 __global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ w,
                                     uint32_t* __restrict__ wp) {
   constexpr int CPW = Word<T>::kChannels;
-  const int64_t total = p.groups * p.KH * p.KW * tg.words * tg.co_pad;
+  const int64_t total = p.groups * p.KH * p.KW * int64_t(tg.words) * tg.co_pad;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = i;
-    const int64_t co = r % tg.co_pad; r /= tg.co_pad;
     const int64_t word = r % tg.words; r /= tg.words;
+    const int64_t co = r % tg.co_pad; r /= tg.co_pad;
     const int64_t kw = r % p.KW; r /= p.KW;
     const int64_t kh = r % p.KH;
     const int64_t g = r / p.KH;
@@ -184,19 +185,28 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Four 8x8 b16 matrices (8x4 k-words each) from shared memory; lane L gives the
+// address of row L%8 of matrix L/8, and register j receives matrix j.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* addr) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(addr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
 // Tile shape per BN: 8 warps, each 64 pixels x 32 channels.
 template <int BN>
 struct TcShape {
   static constexpr int kStages = 3;
   static constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
   static constexpr int KWS = BM >= 512 ? 8 : 16;  // k-words per stage
-  // Pitches: A rows are pixels (KWS words + 4), B rows k-words (BN + 8), so the
-  // 32 lanes of a fragment load (8 rows x 4 columns) hit 32 distinct banks.
-  static constexpr int AP = KWS + 4, BP = BN + 8;
-  static constexpr int CPP = KWS / 4;                       // 16-byte copies per pixel and stage
+  // Rows are pixels (A) and output channels (B), KWS k-words + 4 of padding, so
+  // the 8 rows of each ldmatrix phase start in distinct 4-bank groups.
+  static constexpr int AP = KWS + 4, BP = KWS + 4;
+  static constexpr int CPP = KWS / 4;                       // 16-byte copies per row and stage
   static constexpr int ACP = BM * CPP / kThreads;           // A copies per thread and stage
-  static constexpr int BCOPIES = KWS * BN / 4;
-  static constexpr int A_WORDS = BM * AP, B_WORDS = KWS * BP;
+  static constexpr int BCOPIES = BN * CPP;
+  static constexpr int A_WORDS = BM * AP, B_WORDS = BN * BP;
   static constexpr int kSmemBytes = kStages * (A_WORDS + B_WORDS) * 4;
 };
 
@@ -208,13 +218,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   constexpr int BM = S::BM, KWS = S::KWS, AP = S::AP, BP = S::BP, NS = S::kStages;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* As = smem;                    // [NS][BM][AP]
-  uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][KWS][BP]
+  uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][BN][BP]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
   const int wm = warp % S::WARPS_M, wn = warp / S::WARPS_M;
   const int Hin = static_cast<int>(p.Hin), Win = static_cast<int>(p.Win);
   const int a_chunk = tid % S::CPP;  // which 16 bytes of a pixel's stage slice this thread copies
+  // ldmatrix row addresses. A, per m16 tile: matrices (rows 0-7 | 8-15) x (k 0-3 | 4-7)
+  // are a0..a3. B, per pair of n8 tiles: (k 0-3 | 4-7) of the first, then the second.
+  const int a_lane = (((lane >> 3) & 1) * 8 + (lane & 7)) * S::AP + (lane >> 4) * 4;
+  const int b_lane = ((lane >> 4) * 8 + (lane & 7)) * S::BP + ((lane >> 3) & 1) * 4;
 
   for (int64_t blk = blockIdx.x; blk < tg.total; blk += gridDim.x) {
     int64_t rest = blk;
@@ -243,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int wtap_h = static_cast<int>(th.step * p.KW) * tg.words * tg.co_pad;
     const int wtap_w = static_cast<int>(tw.step) * tg.words * tg.co_pad;
     const uint32_t* w_tile = wp + ((static_cast<int64_t>(g) * p.KH + th.k0) * p.KW + tw.k0) * tg.words * tg.co_pad +
-                             co_tile * BN;
+                             co_tile * BN * tg.words;
 
     // The pixels whose slices this thread copies, fixed for the tile.
     int px_off[S::ACP], px_h[S::ACP], px_w[S::ACP];
@@ -269,12 +283,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                         static_cast<unsigned>(px_w[i] + c_bw) < static_cast<unsigned>(Win);
         cp_async16(a + i * (kThreads / S::CPP) * AP, in ? xt + (px_off[i] + tap_off) : xt, in);
       }
-      const uint32_t* wsrc = c_w + c_chunk * KWS * tg.co_pad;
+      const uint32_t* wsrc = c_w + c_chunk * KWS;
       uint32_t* b = Bs + buf * S::B_WORDS;
 #pragma unroll
       for (int e = tid; e < S::BCOPIES; e += kThreads) {
-        const int row = e / (BN / 4), col = (e % (BN / 4)) * 4;
-        cp_async16(b + row * BP + col, wsrc + row * tg.co_pad + col, true);
+        const int row = e / S::CPP, col = (e % S::CPP) * 4;
+        cp_async16(b + row * BP + col, wsrc + row * tg.words + col, true);
       }
       if (++c_chunk == chunks) {
         c_chunk = 0;
@@ -309,16 +323,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       __syncthreads();  // stage s landed for every thread; stage s-1's buffer is free
       if (s + NS - 1 < stages) issue(buf == 0 ? NS - 1 : buf - 1);
       cp_async_commit();
-      const uint32_t* a = As + buf * S::A_WORDS + (wm * 64 + g8) * AP + t4;
-      const uint32_t* b = Bs + buf * S::B_WORDS + t4 * BP + wn * 32 + g8;
+      const uint32_t* a = As + buf * S::A_WORDS + (wm * 64) * AP + a_lane;
+      const uint32_t* b = Bs + buf * S::B_WORDS + (wn * 32) * BP + b_lane;
       buf = buf == NS - 1 ? 0 : buf + 1;
 #pragma unroll
       for (int ks = 0; ks < KWS; ks += 8) {
         uint32_t bf[4][2];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          bf[j][0] = b[ks * BP + j * 8];
-          bf[j][1] = b[(ks + 4) * BP + j * 8];
+        for (int jj = 0; jj < 2; ++jj) {
+          uint32_t r[4];
+          ldmatrix_x4(r, b + jj * 16 * BP + ks);
+          bf[2 * jj][0] = r[0];
+          bf[2 * jj][1] = r[1];
+          bf[2 * jj + 1][0] = r[2];
+          bf[2 * jj + 1][1] = r[3];
         }
         uint32_t bl[4][2];
         if constexpr (kSplit) {
@@ -329,9 +347,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          // One row of A fragments at a time: 4 live registers, not 16.
-          const uint32_t* ai = a + i * 16 * AP + ks;
-          uint32_t af[4] = {ai[0], ai[8 * AP], ai[4], ai[8 * AP + 4]};
+          uint32_t af[4];
+          ldmatrix_x4(af, a + i * 16 * AP + ks);
           if constexpr (kSplit) {
             // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the
             // dropped alo*blo is below fp32 rounding.
@@ -449,8 +466,8 @@ bool tc_supports(const ConvTParams& p, at::ScalarType dtype) {
   if (dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16) return false;
   // The kernel indexes the channels-last copy, the packed weights and the pixels
   // of a phase in 32 bits (with room for padding to whole tiles).
-  const int64_t lim = int64_t(1) << 30;
-  const int64_t words = p.Cin_g + 64, co = p.Cout_g + 128;
+  const int64_t lim = (int64_t(1) << 31) - 1;
+  const int64_t words = p.Cin_g + 15, co = p.Cout_g + 127;  // padded to whole stages and tiles, at most
   return p.N * p.Hin * p.Win * p.groups * words < lim && p.groups * p.KH * p.KW * words * co < lim &&
          p.N * max_phase_pixels(p) + 512 < lim;
 }
