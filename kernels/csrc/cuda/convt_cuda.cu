@@ -209,8 +209,12 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype) {
     CONVT_CHECK(tile != TcTile(-1), "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64 or tc128, not '", env, "'");
     return {tc_ok, tile};
   }
-  // Tensor cores need a few channels on both sides of the GEMM to beat FFMA.
-  return {tc_ok && p.Cin_g >= 8 && p.Cout_g >= 16, TcTile::kAuto};
+  // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
+  // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where
+  // the FFMA kernel's direct NCHW reads beat the channels-last copy.
+  const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
+  const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
+  return {tc_ok && p.Cin_g >= 8 && p.Cout_g >= 16 && !short_k, TcTile::kAuto};
 }
 
 void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
