@@ -5,7 +5,7 @@
 // of a stage in another 4 MB plane, and the v1 of this kernel, gathering from
 // NCHW, ran at 8% of the tensor-core rate (docs/kernel-notes.md). A block owns BM
 // pixels of one phase and BN output channels of one group and walks K one
-// (tap, 8-16 k-words) stage at a time through a 3-stage cp.async pipeline, the
+// (tap, 16-32 k-words) stage at a time through a double-buffered cp.async pipeline, the
 // taps' out-of-range reads zero-filled by the copy itself. Input channels travel
 // as 32-bit "k-words": one fp32 (a TF32 operand), or a packed pair of fp16/bf16,
 // so one fragment layout serves m16n8k8 TF32 and m16n8k16 fp16/bf16.
@@ -113,7 +113,7 @@ struct Mma<at::BFloat16> {
 
 // Geometry of the packed operands and the block grid, fixed per call.
 struct TcGrid {
-  int words;      // k-words per tap and group after padding to a whole number of stages
+  int words;      // k-words per tap and group, padded to whole mma k-steps (8)
   int co_pad;     // Cout/groups padded to a whole number of BN tiles
   int px_words;   // k-words per input pixel in the channels-last copy: groups * words
   int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
@@ -196,14 +196,19 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* ad
 // Tile shape per BN: 8 warps, each 64 pixels x 32 channels.
 template <int BN>
 struct TcShape {
-  static constexpr int kStages = 3;
+  // Deep stages, double-buffered: per-stage costs (barrier, cursor, copy
+  // addressing) were half the issued instructions at 16 k-words (v4 SASS).
+  static constexpr int kStages = 2;
   static constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
-  static constexpr int KWS = BM >= 512 ? 8 : 16;  // k-words per stage
+  static constexpr int KWS = BM >= 512 ? 16 : 32;  // k-words per stage; a group's last may be short
   // Rows are pixels (A) and output channels (B), KWS k-words + 4 of padding, so
   // the 8 rows of each ldmatrix phase start in distinct 4-bank groups.
   static constexpr int AP = KWS + 4, BP = KWS + 4;
   static constexpr int CPP = KWS / 4;                       // 16-byte copies per row and stage
-  static constexpr int ACP = BM * CPP / kThreads;           // A copies per thread and stage
+  // A: a thread copies 32 bytes (two 16-byte copies) of each of its pixels, so one
+  // bound check and address serve two copies.
+  static constexpr int TPP = CPP / 2;                       // threads per pixel
+  static constexpr int ACP = BM * TPP / kThreads;           // pixels per thread and stage
   static constexpr int BCOPIES = BN * CPP;
   static constexpr int A_WORDS = BM * AP, B_WORDS = BN * BP;
   static constexpr int kSmemBytes = kStages * (A_WORDS + B_WORDS) * 4;
@@ -223,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int g8 = lane >> 2, t4 = lane & 3;
   const int wm = warp % S::WARPS_M, wn = warp / S::WARPS_M;
   const int Hin = static_cast<int>(p.Hin), Win = static_cast<int>(p.Win);
-  const int a_chunk = tid % S::CPP;  // which 16 bytes of a pixel's stage slice this thread copies
+  const int a_pair = tid % S::TPP;  // which 32 bytes of a pixel's stage slice this thread copies
   // ldmatrix row addresses. A, per m16 tile: matrices (rows 0-7 | 8-15) x (k 0-3 | 4-7)
   // are a0..a3. B, per pair of n8 tiles: (k 0-3 | 4-7) of the first, then the second.
   const int a_lane = (((lane >> 3) & 1) * 8 + (lane & 7)) * S::AP + (lane >> 4) * 4;
@@ -247,7 +252,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
     const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
     const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
-    const int chunks = tg.words / KWS;
+    const int chunks = (tg.words + KWS - 1) / KWS;
+    const int last_words = tg.words - (chunks - 1) * KWS;  // a multiple of 8: one mma k-step
     const int stages = nth * ntw * chunks;
     // Successive taps of a phase move the input row by a fixed whole step.
     const int bh0 = nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0;
@@ -262,10 +268,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     int px_off[S::ACP], px_h[S::ACP], px_w[S::ACP];
 #pragma unroll
     for (int i = 0; i < S::ACP; ++i) {
-      const int m = m_base + (tid + i * kThreads) / S::CPP;
+      const int m = m_base + (tid + i * kThreads) / S::TPP;
       const int n = m < M ? m / MP : 0, q = m < M ? m - n * MP : 0;
       px_w[i] = q % Mw;
-      px_off[i] = ((n * Hin + q / Mw) * Win + px_w[i]) * tg.px_words + g * tg.words + a_chunk * 4;
+      px_off[i] = ((n * Hin + q / Mw) * Win + px_w[i]) * tg.px_words + g * tg.words + a_pair * 8;
       px_h[i] = m < M ? q / Mw : -(1 << 29);  // a pixel past the end fails every bound check
     }
 
@@ -275,19 +281,28 @@ __global__ void __launch_bounds__(kThreads, 2)
     const uint32_t* c_wrow = w_tile;
     auto issue = [&](int buf) {
       const int tap_off = (c_bh * Win + c_bw) * tg.px_words + c_chunk * KWS;
-      uint32_t* a = As + buf * S::A_WORDS + (tid / S::CPP) * AP + a_chunk * 4;
+      const int valid = c_chunk == chunks - 1 ? last_words : KWS;
+      uint32_t* a = As + buf * S::A_WORDS + (tid / S::TPP) * AP + a_pair * 8;
+      if (a_pair * 8 < valid) {
 #pragma unroll
-      for (int i = 0; i < S::ACP; ++i) {
-        const bool in = static_cast<unsigned>(px_h[i] + c_bh) < static_cast<unsigned>(Hin) &&
-                        static_cast<unsigned>(px_w[i] + c_bw) < static_cast<unsigned>(Win);
-        cp_async16(a + i * (kThreads / S::CPP) * AP, in ? xt + (px_off[i] + tap_off) : xt, in);
+        for (int i = 0; i < S::ACP; ++i) {
+          const bool in = static_cast<unsigned>(px_h[i] + c_bh) < static_cast<unsigned>(Hin) &&
+                          static_cast<unsigned>(px_w[i] + c_bw) < static_cast<unsigned>(Win);
+          const uint32_t* src = in ? xt + (px_off[i] + tap_off) : xt;
+          uint32_t* dst = a + i * (kThreads / S::TPP) * AP;
+          cp_async16(dst, src, in);
+          cp_async16(dst + 4, src + 4, in);
+        }
       }
       const uint32_t* wsrc = c_w + c_chunk * KWS;
       uint32_t* b = Bs + buf * S::B_WORDS;
 #pragma unroll
-      for (int e = tid; e < S::BCOPIES; e += kThreads) {
+      for (int v = 0; v < (S::BCOPIES + kThreads - 1) / kThreads; ++v) {
+        const int e = tid + v * kThreads;
         const int row = e / S::CPP, col = (e % S::CPP) * 4;
-        cp_async16(b + row * BP + col, wsrc + row * tg.words + col, true);
+        if ((S::BCOPIES % kThreads == 0 || e < S::BCOPIES) && col < valid) {
+          cp_async16(b + row * BP + col, wsrc + row * tg.words + col, true);
+        }
       }
       if (++c_chunk == chunks) {
         c_chunk = 0;
@@ -316,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (st < stages) issue(st);
       cp_async_commit();
     }
-    int buf = 0;
+    int buf = 0, m_chunk = 0;  // the multiply's chunk, for the short last one
     for (int s = 0; s < stages; ++s) {
       cp_async_wait<NS - 2>();
       __syncthreads();  // stage s landed for every thread; stage s-1's buffer is free
@@ -325,8 +340,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       const uint32_t* a = As + buf * S::A_WORDS + (wm * 64) * AP + a_lane;
       const uint32_t* b = Bs + buf * S::B_WORDS + (wn * 32) * BP + b_lane;
       buf = buf == NS - 1 ? 0 : buf + 1;
+      const int valid = m_chunk == chunks - 1 ? last_words : KWS;
+      m_chunk = m_chunk == chunks - 1 ? 0 : m_chunk + 1;
 #pragma unroll
       for (int ks = 0; ks < KWS; ks += 8) {
+        if (ks >= valid) break;
         uint32_t bf[4][2];
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
@@ -405,7 +423,7 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
   TcGrid tg;
   const int64_t words = (p.Cin_g + CPW - 1) / CPW;
-  tg.words = static_cast<int>((words + S::KWS - 1) / S::KWS * S::KWS);
+  tg.words = static_cast<int>((words + 7) / 8 * 8);
   tg.px_words = static_cast<int>(p.groups * tg.words);
   tg.co_tiles = (p.Cout_g + BN - 1) / BN;
   tg.co_pad = static_cast<int>(tg.co_tiles * BN);
