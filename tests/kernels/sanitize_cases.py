@@ -20,8 +20,6 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32
     (1, 34, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "tc128", True),      # fp16
     (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "tc64", True),        # bf16, pure fill
-    (1, 40, 70, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64w", True),     # wide warps, short last chunk
-    (1, 24, 130, (2, 2), (6, 7), 2, 0, 0, 1, 1, torch.float16, "tc128w", True),
 ]
 
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:

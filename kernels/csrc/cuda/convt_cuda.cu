@@ -190,7 +190,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma, tc (tile by heuristic), tc32, tc64, tc128, tc64w, tc128w; unset or auto: the heuristic.
+// ffma, tc (tile by heuristic), tc32, tc64, tc128; unset or auto: the heuristic.
 struct Algo {
   bool tc;
   TcTile tile;
@@ -205,10 +205,8 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype) {
                         : std::strcmp(env, "tc32") == 0  ? TcTile::kBN32
                         : std::strcmp(env, "tc64") == 0  ? TcTile::kBN64
                         : std::strcmp(env, "tc128") == 0 ? TcTile::kBN128
-                        : std::strcmp(env, "tc64w") == 0 ? TcTile::kBN64Wide
-                        : std::strcmp(env, "tc128w") == 0 ? TcTile::kBN128Wide
-                                                          : TcTile(-1);
-    CONVT_CHECK(tile != TcTile(-1), "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, tc64w or tc128w, not '", env, "'");
+                                                         : TcTile(-1);
+    CONVT_CHECK(tile != TcTile(-1), "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64 or tc128, not '", env, "'");
     return {tc_ok, tile};
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a

@@ -193,15 +193,14 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* ad
                : "r"(a));
 }
 
-// Tile shape: 8 warps, each 64 pixels x WN channels (32, or 64 to halve the
-// shared-memory bytes read per mma at the cost of one block an SM).
-template <int BN, int WN>
+// Tile shape per BN: 8 warps, each 64 pixels x 32 channels.
+template <int BN>
 struct TcShape {
   // Deep stages, double-buffered: per-stage costs (barrier, cursor, copy
   // addressing) were half the issued instructions at 16 k-words (v4 SASS).
   static constexpr int kStages = 2;
-  static constexpr int WARPS_N = BN / WN, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64, NJ = WN / 8;
-  static constexpr int KWS = BM >= 512 && WN == 32 ? 16 : 32;  // k-words per stage; a group's last may be short
+  static constexpr int WARPS_N = BN / 32, WARPS_M = kWarps / WARPS_N, BM = WARPS_M * 64;
+  static constexpr int KWS = BM >= 512 ? 16 : 32;  // k-words per stage; a group's last may be short
   // Rows are pixels (A) and output channels (B), KWS k-words + 4 of padding, so
   // the 8 rows of each ldmatrix phase start in distinct 4-bank groups.
   static constexpr int AP = KWS + 4, BP = KWS + 4;
@@ -215,12 +214,12 @@ struct TcShape {
   static constexpr int kSmemBytes = kStages * (A_WORDS + B_WORDS) * 4;
 };
 
-template <typename T, bool kSplit, int BN, int WN>
-__global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
+template <typename T, bool kSplit, int BN>
+__global__ void __launch_bounds__(kThreads, 2)
     convt_tc_kernel(const ConvTParams p, const TcGrid tg, const uint32_t* __restrict__ xt,
                     const uint32_t* __restrict__ wp, const T* __restrict__ bias, T* __restrict__ y) {
-  using S = TcShape<BN, WN>;
-  constexpr int BM = S::BM, KWS = S::KWS, AP = S::AP, BP = S::BP, NS = S::kStages, NJ = S::NJ;
+  using S = TcShape<BN>;
+  constexpr int BM = S::BM, KWS = S::KWS, AP = S::AP, BP = S::BP, NS = S::kStages;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* As = smem;                    // [NS][BM][AP]
   uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][BN][BP]
@@ -319,11 +318,11 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
       }
     };
 
-    float acc[4][NJ][4];
+    float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < NJ; ++j)
+      for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
 
@@ -339,16 +338,16 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
       if (s + NS - 1 < stages) issue(buf == 0 ? NS - 1 : buf - 1);
       cp_async_commit();
       const uint32_t* a = As + buf * S::A_WORDS + (wm * 64) * AP + a_lane;
-      const uint32_t* b = Bs + buf * S::B_WORDS + (wn * WN) * BP + b_lane;
+      const uint32_t* b = Bs + buf * S::B_WORDS + (wn * 32) * BP + b_lane;
       buf = buf == NS - 1 ? 0 : buf + 1;
       const int valid = m_chunk == chunks - 1 ? last_words : KWS;
       m_chunk = m_chunk == chunks - 1 ? 0 : m_chunk + 1;
 #pragma unroll
       for (int ks = 0; ks < KWS; ks += 8) {
         if (ks >= valid) break;
-        uint32_t bf[NJ][2];
+        uint32_t bf[4][2];
 #pragma unroll
-        for (int jj = 0; jj < NJ / 2; ++jj) {
+        for (int jj = 0; jj < 2; ++jj) {
           uint32_t r[4];
           ldmatrix_x4(r, b + jj * 16 * BP + ks);
           bf[2 * jj][0] = r[0];
@@ -356,10 +355,10 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
           bf[2 * jj + 1][0] = r[2];
           bf[2 * jj + 1][1] = r[3];
         }
-        uint32_t bl[NJ][2];
+        uint32_t bl[4][2];
         if constexpr (kSplit) {
 #pragma unroll
-          for (int j = 0; j < NJ; ++j)
+          for (int j = 0; j < 4; ++j)
 #pragma unroll
             for (int r = 0; r < 2; ++r) split_tf32(bf[j][r], bf[j][r], bl[j][r]);
         }
@@ -374,14 +373,14 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
 #pragma unroll
             for (int r = 0; r < 4; ++r) split_tf32(af[r], af[r], al[r]);
 #pragma unroll
-            for (int j = 0; j < NJ; ++j) {
+            for (int j = 0; j < 4; ++j) {
               Mma<T>::run(acc[i][j], al, bf[j]);
               Mma<T>::run(acc[i][j], af, bl[j]);
               Mma<T>::run(acc[i][j], af, bf[j]);
             }
           } else {
 #pragma unroll
-            for (int j = 0; j < NJ; ++j) Mma<T>::run(acc[i][j], af, bf[j]);
+            for (int j = 0; j < 4; ++j) Mma<T>::run(acc[i][j], af, bf[j]);
           }
         }
       }
@@ -401,10 +400,10 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
         const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(q - qh * Mw) * p.sw;
         T* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
 #pragma unroll
-        for (int j = 0; j < NJ; ++j) {
+        for (int j = 0; j < 4; ++j) {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
-            const int co = co_tile * BN + wn * WN + j * 8 + 2 * t4 + c;
+            const int co = co_tile * BN + wn * 32 + j * 8 + 2 * t4 + c;
             if (co < p.Cout_g) {
               const float bv = bias != nullptr ? static_cast<float>(bias[int64_t(g) * p.Cout_g + co]) : 0.f;
               yp[co * plane] = static_cast<T>(acc[i][j][half * 2 + c] + bv);
@@ -416,10 +415,10 @@ __global__ void __launch_bounds__(kThreads, WN == 64 ? 1 : 2)
   }
 }
 
-template <typename T, bool kSplit, int BN, int WN>
+template <typename T, bool kSplit, int BN>
 void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
                  const at::TensorOptions& opts) {
-  using S = TcShape<BN, WN>;
+  using S = TcShape<BN>;
   constexpr int CPW = Word<T>::kChannels;
   constexpr bool kRound = std::is_same<T, float>::value && !kSplit;
   TcGrid tg;
@@ -450,7 +449,7 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
 
   // Two blocks an SM (128 registers a thread) measured no slower than one block
   // with no register cap (v2, v3), and hides the barrier of each stage better.
-  auto kernel = convt_tc_kernel<T, kSplit, BN, WN>;
+  auto kernel = convt_tc_kernel<T, kSplit, BN>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
   kernel<<<static_cast<unsigned>(grid), kThreads, S::kSmemBytes, stream>>>(
@@ -472,11 +471,9 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
     tile = p.Cout_g > 64 ? TcTile::kBN128 : p.Cout_g > 32 ? TcTile::kBN64 : TcTile::kBN32;
   }
   switch (tile) {
-    case TcTile::kBN32: launch_tile<T, kSplit, 32, 32>(p, xp, wp, bp, yp, stream, x.options()); break;
-    case TcTile::kBN64: launch_tile<T, kSplit, 64, 32>(p, xp, wp, bp, yp, stream, x.options()); break;
-    case TcTile::kBN64Wide: launch_tile<T, kSplit, 64, 64>(p, xp, wp, bp, yp, stream, x.options()); break;
-    case TcTile::kBN128Wide: launch_tile<T, kSplit, 128, 64>(p, xp, wp, bp, yp, stream, x.options()); break;
-    default: launch_tile<T, kSplit, 128, 32>(p, xp, wp, bp, yp, stream, x.options()); break;
+    case TcTile::kBN32: launch_tile<T, kSplit, 32>(p, xp, wp, bp, yp, stream, x.options()); break;
+    case TcTile::kBN64: launch_tile<T, kSplit, 64>(p, xp, wp, bp, yp, stream, x.options()); break;
+    default: launch_tile<T, kSplit, 128>(p, xp, wp, bp, yp, stream, x.options()); break;
   }
 }
 

@@ -16,8 +16,7 @@ enum class Fp32Mode { kTF32, k3xTF32 };
 bool tc_supports(const ConvTParams& p, at::ScalarType dtype);
 
 // Tile configurations the heuristic may pick; the tests force each one.
-// Wide: warps of 64 channels, not 32.
-enum class TcTile { kAuto, kBN32, kBN64, kBN128, kBN64Wide, kBN128Wide };
+enum class TcTile { kAuto = 0, kBN32 = 32, kBN64 = 64, kBN128 = 128 };
 
 void launch_tc(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                Fp32Mode mode, TcTile tile, cudaStream_t stream);
