@@ -96,11 +96,16 @@ def _key(sources: tuple[str, ...], flags: list[str], extra: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _target(kind: str, sources: tuple[str, ...], flags: list[str], extra_key: str) -> Path:
+    """The shared object this source, flags and target combination builds to."""
+    name = f"convt_{kind}_{_key(sources, flags, extra_key)}"
+    return build_root() / name / f"{name}.so"
+
+
 def _load(kind: str, sources: tuple[str, ...], cflags: list[str], cuda_flags: list[str], ldflags: list[str],
           extra_key: str) -> None:
-    name = f"convt_{kind}_{_key(sources, cflags + cuda_flags + ldflags, extra_key)}"
-    directory = build_root() / name
-    so = directory / f"{name}.so"
+    so = _target(kind, sources, cflags + cuda_flags + ldflags, extra_key)
+    directory, name = so.parent, so.stem
     STATE.build_dir = str(build_root())
     if so.exists():
         t0 = time.perf_counter()
@@ -154,24 +159,27 @@ def load_cuda(required: bool = False) -> None:
     required = required or os.environ.get("CONVT_REQUIRE_CUDA") == "1"
     reason = None
     home = cuda_home()
+    cflags, cuda_flags = ["-O3"], ["-O3", "-lineinfo"]
+    archs = cuda_archs()
     if os.environ.get("CONVT_BUILD_CUDA") == "0":
         reason = "CONVT_BUILD_CUDA=0"
     elif torch.version.cuda is None:
         reason = "this torch build has no CUDA"
-    elif home is None:
-        reason = "nvcc not found (set CUDA_HOME to the CUDA toolkit root)"
+    elif home is None and not _target("cuda", CUDA_SOURCES, cflags + cuda_flags, f"archs={archs}").exists():
+        # a prebuilt kernel (a Docker image's) loads without a toolkit; building one needs nvcc
+        reason = (f"nvcc not found (set CUDA_HOME to the CUDA toolkit root) and no prebuilt CUDA kernel for "
+                  f"TORCH_CUDA_ARCH_LIST={archs} in {build_root()}")
     if reason is not None:
         STATE.skipped["cuda"] = reason
         if required:
             raise KernelBuildError(f"CUDA backend required but not built: {reason}")
         log.info("CUDA backend not built: %s", reason)
         return
-    os.environ["CUDA_HOME"] = home
-    archs = cuda_archs()
+    if home is not None:
+        os.environ["CUDA_HOME"] = home
     os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     STATE.cuda_archs = archs
-    cuda_flags = ["-O3", "-lineinfo"]
-    _load("cuda", CUDA_SOURCES, ["-O3"], cuda_flags, [], f"archs={archs}")
+    _load("cuda", CUDA_SOURCES, cflags, cuda_flags, [], f"archs={archs}")
     STATE.backends.append("cuda")
 
 

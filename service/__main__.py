@@ -27,6 +27,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"convt-serve: invalid settings: {_settings_error(exc)}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from . import workers
+
+    try:
+        devices = workers.plan(settings)
+    except workers.WorkerPlanError as exc:
+        print(f"convt-serve: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_FAILED
+    except Exception as exc:  # the kernels failed to build or load while resolving --device auto
+        logging.getLogger("convt.service").error("start-up failed: %s", exc)
+        return EXIT_STARTUP_FAILED
+    if len(devices) > 1:
+        return workers.serve(settings, devices)
     import uvicorn
 
     from .app import create_app

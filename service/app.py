@@ -17,6 +17,7 @@ from . import errors
 from .body import read_body
 from .codec import HEADER_LENGTH
 from .dataplane import DataPlane
+from .group import WorkerGroup, WorkerHeaderMiddleware
 from .metrics import Metrics, MetricsMiddleware
 from .protocol import ModelMetadata, ModelReady, ServerMetadata
 from .runtime import StartupError
@@ -35,10 +36,11 @@ def _version() -> str:
         return "0+unknown"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, group: WorkerGroup | None = None) -> FastAPI:
     settings = settings or Settings()
+    group = group or WorkerGroup()
     metrics = Metrics()
-    plane = DataPlane(settings, metrics)
+    plane = DataPlane(settings, metrics, group)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -53,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title=SERVER_NAME, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.plane = plane
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(WorkerHeaderMiddleware, index=group.index)
     errors.install(app)
 
     def ready_response(ready: bool, body: dict) -> JSONResponse:
@@ -80,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/v2/models/{name}/versions/{model_version}/ready")
     async def model_ready(name: str, model_version: str | None = None) -> JSONResponse:
         rt = plane.model(name, model_version)
-        return ready_response(rt.ready, ModelReady(name=rt.spec.name, ready=rt.ready).model_dump())
+        return ready_response(plane.ready, ModelReady(name=rt.spec.name, ready=plane.ready).model_dump())
 
     @app.post("/v2/models/{name}/infer")
     @app.post("/v2/models/{name}/versions/{model_version}/infer")
@@ -99,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"status": "fail", "passed": False, "error": "the model is still loading"},
                                 status_code=503)
         report = await plane.health.run()
-        return JSONResponse(report, status_code=200 if report["passed"] else 503)
+        return JSONResponse({**report, "worker": group.describe()}, status_code=200 if report["passed"] else 503)
 
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:

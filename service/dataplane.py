@@ -14,6 +14,7 @@ import models
 
 from . import codec
 from .errors import InvalidRequest, ModelNotFound, ModelNotReady
+from .group import WorkerGroup
 from .health import HealthCheck
 from .metrics import Metrics
 from .protocol import ModelMetadata, RequestInput, TensorMetadata
@@ -32,9 +33,10 @@ class InferResult:
 
 
 class DataPlane:
-    def __init__(self, settings: Settings, metrics: Metrics):
+    def __init__(self, settings: Settings, metrics: Metrics, group: WorkerGroup | None = None):
         self.settings = settings
         self.metrics = metrics
+        self.group = group or WorkerGroup()
         self.runtime: Runtime | None = None
         self.health: HealthCheck | None = None
 
@@ -43,7 +45,8 @@ class DataPlane:
         import asyncio
 
         self.runtime = await asyncio.to_thread(Runtime.load, self.settings)
-        self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION)
+        self.metrics.describe_worker(self.group, str(self.runtime.device))
+        self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION, on_result=self.group.publish)
         report = await self.health.run()
         if report["passed"]:
             log.info("model %s is ready", self.runtime.spec.name)
@@ -52,12 +55,14 @@ class DataPlane:
                       self.runtime.spec.name, ", ".join(report["failed"]) or report.get("error"))
 
     def close(self) -> None:
+        self.group.publish(False)  # a worker going away takes the group out of rotation
         if self.runtime is not None:
             self.runtime.close()
 
     @property
     def ready(self) -> bool:
-        return self.runtime is not None and self.runtime.ready
+        """This worker's model passed parity, and so did every other worker's."""
+        return self.runtime is not None and self.group.all_ready(self.runtime.ready)
 
     def model(self, name: str, version: str | None = None) -> Runtime:
         rt = self.runtime

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from .metrics import Metrics
 from .runtime import Runtime
@@ -21,8 +21,10 @@ log = logging.getLogger("convt.health")
 
 
 class HealthCheck:
-    def __init__(self, runtime: Runtime, metrics: Metrics, version: str):
+    def __init__(self, runtime: Runtime, metrics: Metrics, version: str,
+                 on_result: Callable[[bool], None] = lambda passed: None):
         self.runtime = runtime
+        self.on_result = on_result
         self.metrics = metrics
         self.version = version
         self.runs = 0
@@ -72,6 +74,7 @@ class HealthCheck:
         rt.ready = bool(parity["passed"])
         self.metrics.record_parity(rt.spec.name, parity)
         self.metrics.ready.labels(rt.spec.name).set(1 if rt.ready else 0)
+        self.on_result(rt.ready)
         self.last = report
         _log_report(report)
         return report

@@ -35,6 +35,15 @@ class Metrics:
         self.parity_runs = Counter("convt_parity_runs", "Parity checks run (shared /health calls count once)",
                                    ["model"], registry=r)
         self.ready = Gauge("convt_model_ready", "1 while the model is ready to serve", ["model"], registry=r)
+        self.worker = Gauge("convt_worker_info", "The worker process that answers this scrape (value 1)",
+                            ["worker", "workers", "device", "pid"], registry=r)
+        self.workers_ready = Gauge("convt_workers_ready", "Workers of this server whose last parity check passed",
+                                   registry=r)
+
+    def describe_worker(self, group, device: str) -> None:
+        self.worker.labels(str(group.index), str(group.count), device, str(group.pid)).set(1)
+        # read at scrape time: the peers' flags change without this worker knowing
+        self.workers_ready.set_function(lambda: sum(group.peers_ready()))
 
     def record_parity(self, model: str, report: dict[str, Any]) -> None:
         self.parity_runs.labels(model).inc()

@@ -8,6 +8,7 @@ requests reach the device one at a time, in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -98,8 +99,14 @@ class Runtime:
                      for t in self.spec.example_inputs)
 
     def _guarded(self, fn: Callable[[], Any]) -> Any:
-        """What every forward runs under, for requests and parity alike."""
-        with torch.inference_mode():
+        """What every forward runs under, for requests and parity alike.
+
+        The worker thread's current CUDA device is its own (cuda:0 unless set),
+        so a worker serving cuda:1 makes it cuda:1 for the allocations and
+        streams that ops take from the current device.
+        """
+        on_device = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        with torch.inference_mode(), on_device:
             return fn()
 
     def _forward(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, CliApp, SettingsConfigDict
 
 MiB = 1 << 20
@@ -40,6 +40,8 @@ class Settings(BaseSettings):
         default_factory=dict,
         description=f"relative-error tolerance overrides by precision, JSON or key=value; keys {list(TOLERANCE_KEYS)}")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
+    workers: int | None = Field(None, ge=1, le=64, description="server processes sharing the port, worker i on "
+                                                             "cuda:i (default: one per visible GPU, or 1 on the CPU)")
 
     @field_validator("device")
     @classmethod
@@ -58,6 +60,13 @@ class Settings(BaseSettings):
         if any(not (t > 0) for t in v.values()):
             raise ValueError(f"parity tolerances must be > 0, got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _workers_need_devices(self) -> "Settings":
+        if (self.workers or 1) > 1 and re.fullmatch(r"cuda:\d+", self.device):
+            raise ValueError(f"--device {self.device} pins one GPU but --workers is {self.workers}: use --device cuda "
+                             f"(worker i serves on cuda:i) or --workers 1")
+        return self
 
     def torch_device(self) -> torch.device:
         """The device to serve on; ``auto`` picks CUDA only where our CUDA kernel is built."""

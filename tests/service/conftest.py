@@ -52,21 +52,24 @@ def server_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", "0", "--device", DEVICE, *args]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(extra: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The test runner's environment with ``extra`` on top (None: variable removed)."""
+    env = {k: v for k, v in {**os.environ, **(extra or {})}.items() if v is not None}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", str(max(1, min(4, os.cpu_count() or 1))))
     return env
 
 
-def start_server(log: Path, *args: str) -> Server:
-    """Starts a server and returns once it listens (start-up, parity included, done)."""
+def start_server(log: Path, *args: str, env: dict[str, str | None] | None = None) -> Server:
+    """Starts a server and returns once it listens (start-up, parity included, done;
+    with --workers, once the first worker is serving)."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(server_command(*args), cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(server_command(*args), cwd=ROOT, env=_env(env), stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         # port 0: the kernel picks a free port and uvicorn logs the one it got, so no race
-        m = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
+        m = re.search(r"(?:Uvicorn running|worker \d+ serving) on http://127\.0\.0\.1:(\d+)",
+                      log.read_text(errors="replace"))
         if m:
             return Server(f"http://127.0.0.1:{m.group(1)}", proc, log)
         if proc.poll() is not None:
@@ -87,9 +90,9 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def running_server(tmp_path_factory, label: str, *args: str):
+def running_server(tmp_path_factory, label: str, *args: str, env: dict[str, str | None] | None = None):
     """A server for one module (or the session), stopped when the block ends."""
-    server = start_server(tmp_path_factory.mktemp(label) / "server.log", *args)
+    server = start_server(tmp_path_factory.mktemp(label) / "server.log", *args, env=env)
     try:
         yield server
     finally:

@@ -1,0 +1,174 @@
+"""``--workers N``: one server process per GPU, all on one port.
+
+The parent builds (or loads) the kernels once, binds the socket, and spawns N
+workers that serve on the inherited socket, worker i on cuda:i (or all on the
+CPU), each with its own model copy and parity gate. Readiness is shared through
+one byte per worker (service/group.py).
+
+The parent forwards SIGTERM/SIGINT to the workers and exits 0 once they have
+stopped. A worker that exits on its own (start-up failure, crash, a kill) is not
+restarted: the parent stops the others and exits non-zero, so the container's
+supervisor (Docker's restart policy, Kubernetes) restarts the whole server with
+every worker on its device, instead of this process hiding a broken GPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import time
+from multiprocessing.connection import wait
+
+from .group import WorkerGroup
+from .settings import Settings
+
+log = logging.getLogger("convt.workers")
+
+EXIT_STARTUP_FAILED = 3
+EXIT_WORKER_DIED = 4  # a worker was killed by a signal, or exited 0 while not asked to stop
+STOP_GRACE_SECONDS = 25  # under Kubernetes' default terminationGracePeriodSeconds (30)
+
+
+class WorkerPlanError(ValueError):
+    """The workers asked for cannot be placed on the devices there are."""
+
+
+def _cuda_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def plan(settings: Settings) -> list[str]:
+    """The device of each worker: cuda:i for worker i on CUDA, cpu for all on the CPU."""
+    device = settings.device
+    if device == "cpu" or device.startswith("cuda:"):
+        return [device] * (settings.workers or 1)
+    visible = _cuda_count()
+    if (settings.workers or 1) == 1 and visible <= 1:
+        return [device]  # one process, as without --workers: its start-up resolves auto and checks the device
+    if device == "auto":
+        device = settings.torch_device().type  # imports the kernels: auto picks CUDA only where they are built
+        if device == "cpu":
+            return ["cpu"] * (settings.workers or 1)
+    count = settings.workers or max(1, visible)
+    if count > 1 and count > visible:
+        raise WorkerPlanError(f"--workers {count} needs {count} CUDA devices, one per worker, but torch sees "
+                              f"{visible} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+    return ["cuda"] if count == 1 else [f"cuda:{i}" for i in range(count)]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(settings: Settings, devices: list[str]) -> int:
+    """Runs the workers until a signal or a worker's exit; returns the exit code."""
+    import kernels  # built here once: N workers building into one directory at once would race
+
+    log.info("kernels: backends %s (build dir %s)", kernels.build_info()["backends"], kernels.build_info()["build_dir"])
+    sock = bind(settings.host, settings.port)
+    host, port = sock.getsockname()[:2]
+    ctx = multiprocessing.get_context("spawn")  # a forked CUDA context is unusable; spawned workers start clean
+    flags = ctx.Array("b", len(devices), lock=False)
+    procs = []
+    for i, device in enumerate(devices):
+        worker_settings = settings.model_copy(update={"device": device, "host": host, "port": port})
+        p = ctx.Process(target=_worker_main, name=f"convt-worker-{i}",
+                        args=(worker_settings, i, len(devices), sock, flags, os.getpid()))
+        p.start()
+        procs.append(p)
+    sock.close()  # the workers hold it now
+    log.info("%d workers on http://%s:%d: %s", len(procs), host, port,
+             ", ".join(f"worker {i} (pid {p.pid}) on {d}" for i, (p, d) in enumerate(zip(procs, devices))))
+    return _supervise(procs, flags)
+
+
+def _supervise(procs: list[multiprocessing.Process], flags) -> int:
+    stopping: list[str] = []
+
+    def on_signal(signum, _frame):
+        if not stopping:
+            log.info("%s: stopping %d workers", signal.Signals(signum).name, len(procs))
+            stopping.append(signal.Signals(signum).name)
+            _terminate(procs)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    code = 0
+    deadline = None
+    while any(p.exitcode is None for p in procs):
+        if stopping and deadline is None:
+            deadline = time.monotonic() + STOP_GRACE_SECONDS
+        if deadline is not None and time.monotonic() > deadline:
+            for p in procs:
+                if p.exitcode is None:
+                    log.error("worker %s did not stop in %d s: killing it", p.name, STOP_GRACE_SECONDS)
+                    p.kill()
+            deadline = float("inf")
+        wait([p.sentinel for p in procs if p.exitcode is None], timeout=0.5)
+        for i, p in enumerate(procs):
+            if p.exitcode is not None and not stopping:
+                flags[i] = 0
+                code = p.exitcode if p.exitcode > 0 else EXIT_WORKER_DIED
+                how = f"was killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0 else f"exited with {p.exitcode}"
+                log.error("worker %d (pid %d) %s: stopping the other workers; the server exits %d", i, p.pid, how, code)
+                stopping.append("worker exit")
+                _terminate(procs)
+    for p in procs:
+        p.join()
+    return code
+
+
+def _terminate(procs: list[multiprocessing.Process]) -> None:
+    for p in procs:
+        if p.exitcode is None:
+            p.terminate()
+
+
+def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket, flags, parent: int) -> None:
+    """A spawned worker: one uvicorn server on the shared socket, on its own device."""
+    os.environ["CONVT_WORKER_INDEX"] = str(index)  # for user factories that log or place by worker
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format=f"%(asctime)s [worker {index}] %(name)s %(levelname)s %(message)s")
+    import torch
+    import uvicorn
+
+    from .app import create_app
+
+    if settings.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // count))  # N workers share the cores
+    device = torch.device(settings.device)
+    if device.type == "cuda" and device.index < _cuda_count():  # else start-up refuses it, with the reason
+        torch.cuda.set_device(device)
+    group = WorkerGroup(index=index, count=count, flags=flags)
+    config = uvicorn.Config(create_app(settings, group), host=settings.host, port=settings.port,
+                            log_level=settings.log_level, log_config=None, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    asyncio.run(_serve(server, sock, parent, index))
+    sys.exit(0 if server.started else EXIT_STARTUP_FAILED)
+
+
+async def _serve(server, sock: socket.socket, parent: int, index: int) -> None:
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    announced = False
+    while not task.done():
+        if server.started and not announced:
+            # uvicorn announces only the sockets it binds itself; this is that line for a shared one
+            host, port = sock.getsockname()[:2]
+            log.info("worker %d serving on http://%s:%d", index, host, port)
+            announced = True
+        # a parent killed outright (SIGKILL) cannot forward a signal; its workers must not linger on the port
+        if os.getppid() != parent and not server.should_exit:
+            log.error("the parent process is gone: stopping")
+            server.should_exit = True
+        await asyncio.wait([task], timeout=1 if announced else 0.05)
+    await task
