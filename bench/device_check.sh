@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for sm_90, self-check, GPU tests (parity,
 # KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
-# Usage there: bash bench/device_check.sh [kernels|bench|service|health|all]...
+# Usage there: bash bench/device_check.sh [kernels|bench|service|health|load|all]...
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -33,9 +33,17 @@ for part in "${@:-all}"; do
       for _ in $(seq 1 180); do
         curl -sf http://127.0.0.1:8765/v2/health/ready >/dev/null && break
         sleep 1
-      done
+        case $part in
+    load|all)  # throughput and latency of a CUDA server (bench/load.py)
+      python3 -m bench.load --device cuda --out "$OUT/load" 2>&1 | tee "$OUT/load.txt" | tail -n 30 ;;
+  esac
+done
       curl -s -w '\nHTTP %{http_code}\n' http://127.0.0.1:8765/health > "$OUT/health-cuda.json"
       tail -n 3 "$OUT/health-cuda.json"
       kill -TERM $pid; wait $pid ;;
+  esac
+  case $part in
+    load|all)  # throughput and latency of a CUDA server (bench/load.py)
+      python3 -m bench.load --device cuda --out "$OUT/load" 2>&1 | tee "$OUT/load.txt" | tail -n 30 ;;
   esac
 done

@@ -6,8 +6,10 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONPATH="$PWD" TORCH_CUDA_ARCH_LIST=9.0 CONVT_BUILD_DIR=/tmp/convt-build CONVT_REQUIRE_CUDA=1
 python3 -m kernels build > /dev/null
 for c in "$@"; do
-  ncu --kernel-name regex:convt -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section WarpStateStats --section MemoryWorkloadAnalysis python3 -m bench.profile_one "$c" \
+  # NCU_KERNEL picks the kernel (the tensor-core path launches pack and layout kernels first).
+  ncu --kernel-name "${NCU_KERNEL:-regex:convt}" -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --section SchedulerStats --section InstructionStats python3 -m bench.profile_one "$c" \
       > "$OUT/ncu-$c.txt" 2>&1
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Grid Size|Block Limit Reg|Warp Cycles Per Issued|Waves Per SM|L1/TEX Hit|L2 Hit" "$OUT/ncu-$c.txt" | sed "s/^/$c /"
 done

@@ -24,8 +24,8 @@ log = logging.getLogger("convt.build")
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 CPU_SOURCES = ("op.cpp", "cpu/convt_cpu.cpp")
-CUDA_SOURCES = ("cuda/convt_cuda.cu",)
-HEADERS = ("convt_params.h",)
+CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_tc.cu")
+HEADERS = ("convt_params.h", "cuda/convt_tc.h")
 DEFAULT_ARCHS = "8.0;8.6;8.9;9.0+PTX"
 
 

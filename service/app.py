@@ -91,10 +91,12 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
         plane.model(name, model_version)  # 404 before reading a body meant for another model
         body = await read_body(request, settings.max_request_bytes)
         result = await plane.infer(name, model_version, body, request.headers.get(HEADER_LENGTH))
+        # The forward pass's time, so a client can tell protocol overhead from compute.
+        headers = {"x-convt-compute-ms": f"{result.compute_seconds * 1e3:.3f}"}
         if result.header_length is None:
-            return Response(result.body, media_type="application/json")
+            return Response(result.body, media_type="application/json", headers=headers)
         return Response(result.body, media_type="application/octet-stream",
-                        headers={HEADER_LENGTH: str(result.header_length)})
+                        headers={**headers, HEADER_LENGTH: str(result.header_length)})
 
     @app.get("/health")
     async def health() -> JSONResponse:

@@ -202,7 +202,8 @@ def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tenso
         entry: dict[str, Any] = {"name": name, "shape": list(t.shape), "datatype": datatype_of(t.dtype)}
         flat = t.detach().cpu().contiguous().reshape(-1)
         if binary:
-            blob = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+            # a view of the tensor's bytes: the body join below is their only copy
+            blob = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)
         else:
@@ -212,4 +213,4 @@ def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tenso
     head = json.dumps({**header, "outputs": entries}, separators=(",", ":"), allow_nan=True).encode()
     if not blobs:
         return head, None
-    return head + b"".join(blobs), len(head)
+    return b"".join([head, *blobs]), len(head)

@@ -13,6 +13,7 @@ from typing import Any
 import models
 
 from . import codec
+from .batcher import Batcher
 from .errors import InvalidRequest, ModelNotFound, ModelNotReady
 from .group import WorkerGroup
 from .health import HealthCheck
@@ -30,6 +31,7 @@ MODEL_VERSION = "1"
 class InferResult:
     body: bytes
     header_length: int | None  # set when the body carries binary outputs
+    compute_seconds: float = 0.0  # the forward pass that served it (its whole batch)
 
 
 class DataPlane:
@@ -39,12 +41,17 @@ class DataPlane:
         self.group = group or WorkerGroup()
         self.runtime: Runtime | None = None
         self.health: HealthCheck | None = None
+        self.batcher: Batcher | None = None
 
     async def start(self) -> None:
         """Load, swap and check parity; raises StartupError when it cannot serve at all."""
         import asyncio
 
         self.runtime = await asyncio.to_thread(Runtime.load, self.settings)
+        s = self.settings
+        self.batcher = Batcher(self.runtime, self.metrics, s.max_batch_size, s.max_queue_delay_us, s.max_queue_size)
+        self.batcher.start()
+        self.metrics.queue_depth.set_function(lambda: self.batcher.depth)
         self.metrics.describe_worker(self.group, str(self.runtime.device))
         self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION, on_result=self.group.publish)
         report = await self.health.run()
@@ -56,6 +63,8 @@ class DataPlane:
 
     def close(self) -> None:
         self.group.publish(False)  # a worker going away takes the group out of rotation
+        if self.batcher is not None:
+            self.batcher.close()
         if self.runtime is not None:
             self.runtime.close()
 
@@ -102,14 +111,14 @@ class DataPlane:
         wanted = self._wanted_outputs(rt, request)
         chunks = codec.slice_binary(request.inputs, tail)
         tensors = [codec.decode_input(i, chunks.get(i.name)) for i in ordered]
-        outputs, seconds = await rt.infer(tensors)
+        outputs, seconds = await self.batcher.submit(tensors)
         self.metrics.inference.labels(rt.spec.name).observe(seconds)
         by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
         header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
         if request.id is not None:
             header_out["id"] = request.id
         body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted])
-        return InferResult(body_out, length)
+        return InferResult(body_out, length, seconds)
 
     def _match_inputs(self, rt: Runtime, inputs: list[RequestInput]) -> list[RequestInput]:
         """The request's inputs in the model's order, each with the model's datatype."""

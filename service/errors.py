@@ -45,6 +45,12 @@ class DeviceOutOfMemory(ServiceError):
     """The device ran out of memory for this request; the server has recovered."""
 
 
+class QueueFull(ServiceError):
+    """Too many requests are already waiting for the device; retry later."""
+
+    retry_after_s = 1
+
+
 STATUS: dict[type[ServiceError], int] = {
     InvalidRequest: 400,
     ModelNotFound: 404,
@@ -52,6 +58,7 @@ STATUS: dict[type[ServiceError], int] = {
     UnsupportedMediaType: 415,
     ModelNotReady: 503,
     DeviceOutOfMemory: 503,
+    QueueFull: 429,
 }
 
 
@@ -69,7 +76,10 @@ def error_response(status: int, message: str) -> JSONResponse:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
-        return error_response(status_of(exc), str(exc))
+        response = error_response(status_of(exc), str(exc))
+        if isinstance(exc, QueueFull):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

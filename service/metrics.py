@@ -26,6 +26,11 @@ class Metrics:
                                  ["endpoint", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
         self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
                                    ["model"], buckets=LATENCY_BUCKETS, registry=r)
+        self.batch_size = Histogram("convt_batch_size", "Rows per forward pass (dynamic batching)", ["model"],
+                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+        self.rejected = Counter("convt_queue_rejected", "Requests refused with 429 because the queue was full",
+                                ["model"], registry=r)
+        self.queue_depth = Gauge("convt_queue_depth", "Requests waiting for the device", registry=r)
         self.parity_passed = Gauge("convt_parity_passed", "1 if the last parity check passed, else 0",
                                    ["model"], registry=r)
         self.parity_timestamp = Gauge("convt_parity_last_run_timestamp_seconds", "When the last parity check ended",

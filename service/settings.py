@@ -40,6 +40,12 @@ class Settings(BaseSettings):
         default_factory=dict,
         description=f"relative-error tolerance overrides by precision, JSON or key=value; keys {list(TOLERANCE_KEYS)}")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="log level")
+    max_batch_size: int = Field(32, ge=1, le=4096, description="dynamic batching: most rows concatenated into "
+                                                               "one forward pass (1 turns batching off)")
+    max_queue_delay_us: int = Field(200, ge=0, le=10_000_000, description="dynamic batching: longest a request "
+                                                                        "waits for company, microseconds")
+    max_queue_size: int = Field(256, ge=1, le=1_000_000, description="requests waiting for the device before "
+                                                                    "new ones get 429 with Retry-After")
     workers: int | None = Field(None, ge=1, le=64, description="server processes sharing the port, worker i on "
                                                              "cuda:i (default: one per visible GPU, or 1 on the CPU)")
 

@@ -73,6 +73,10 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     d = out.detach().double() - ref
     err = float(d.norm() / ref.norm().clamp_min(1e-300))
     key = f"{out.device.type} {str(out.dtype).removeprefix('torch.')}"
+    if out.device.type == "cuda":
+        if out.dtype == torch.float32 and torch.backends.cudnn.allow_tf32:
+            key += "-tf32"
+        key += f" {os.environ.get('CONVT_CUDA_ALGO', 'auto')}"
     worst, count = WORST.get(key, (0.0, 0))
     WORST[key] = (max(worst, err), count + 1)
     return err

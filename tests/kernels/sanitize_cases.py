@@ -1,10 +1,13 @@
 """A few configurations, one per code path, run under compute-sanitizer by test_gpu.py."""
 
+import os
+
 import torch
 
 import kernels
 
-CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype)
+
+CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype[, algo, tf32])
     (2, 40, 20, (3, 3), (17, 9), 1, 1, 0, 1, 1, torch.float32),          # CO_T=32, two ci chunks, PX=1
     (4, 16, 40, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float32),         # CO_T=32, PX=2
     (4, 16, 16, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float16),         # CO_T=16, PX=4
@@ -12,9 +15,17 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16),           # pure-fill phases
     (2, 12, 12, (4, 4), (7, 7), 2, 1, 1, 1, 12, torch.float64),          # depthwise, CO_T=1
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
+    # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
+    (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
+    (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32
+    (1, 34, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "tc128", True),      # fp16
+    (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "tc64", True),        # bf16, pure fill
 ]
 
-for n, cin, cout, k, hw, s, p, op, d, g, dt in CONFIGS:
+for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:
+    algo, tf32 = path or ("auto", True)
+    os.environ["CONVT_CUDA_ALGO"] = algo
+    torch.backends.cudnn.allow_tf32 = tf32
     x = torch.randn(n, cin, *hw, device="cuda", dtype=dt)
     w = torch.randn(cin, cout // g, *k, device="cuda", dtype=dt)
     b = torch.randn(cout, device="cuda", dtype=dt)

@@ -14,8 +14,11 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "../convt_params.h"
+#include "convt_tc.h"
 
 namespace convt {
 namespace {
@@ -162,9 +165,8 @@ void launch_px(const ConvTParams& p, const scalar_t* x, const scalar_t* w, const
   }
 }
 
-void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                 cudaStream_t stream) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_cuda", [&] {
     const scalar_t* xp = x.const_data_ptr<scalar_t>();
     const scalar_t* wp = w.const_data_ptr<scalar_t>();
@@ -185,6 +187,48 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       launch_px<scalar_t, 32>(p, xp, wp, bp, yp, stream);
     }
   });
+}
+
+// CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
+// ffma, tc (tile by heuristic), tc32, tc64, tc128; unset or auto: the heuristic.
+struct Algo {
+  bool tc;
+  TcTile tile;
+};
+
+Algo choose_algo(const ConvTParams& p, at::ScalarType dtype) {
+  const char* env = std::getenv("CONVT_CUDA_ALGO");
+  const bool tc_ok = tc_supports(p, dtype);
+  if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0) {
+    if (std::strcmp(env, "ffma") == 0) return {false, TcTile::kAuto};
+    const TcTile tile = std::strcmp(env, "tc") == 0      ? TcTile::kAuto
+                        : std::strcmp(env, "tc32") == 0  ? TcTile::kBN32
+                        : std::strcmp(env, "tc64") == 0  ? TcTile::kBN64
+                        : std::strcmp(env, "tc128") == 0 ? TcTile::kBN128
+                                                         : TcTile(-1);
+    CONVT_CHECK(tile != TcTile(-1), "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64 or tc128, not '", env, "'");
+    return {tc_ok, tile};
+  }
+  // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
+  // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where
+  // the FFMA kernel's direct NCHW reads beat the channels-last copy.
+  const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
+  const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
+  return {tc_ok && p.Cin_g >= 8 && p.Cout_g >= 16 && !short_k, TcTile::kAuto};
+}
+
+void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const Algo algo = choose_algo(p, x.scalar_type());
+  if (algo.tc) {
+    // fp32 follows cuDNN's switch: TF32 products when allowed, else 3xTF32,
+    // which keeps fp32 accuracy on tensor cores.
+    const Fp32Mode mode = at::globalContext().allowTF32CuDNN() ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32;
+    launch_tc(p, x, w, b, out, mode, algo.tile, stream);
+  } else {
+    launch_ffma(p, x, w, b, out, stream);
+  }
 }
 
 }  // namespace
