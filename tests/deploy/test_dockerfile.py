@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_build_context_has_what_the_dockerfile_copies():
     assert sources, "the build stage copies nothing"
     for src in sources:
         assert (ROOT / src).exists(), src
-        hits = [pat for pat in ignored if _dockerignored(src, pat)]
+        hits = [pat for pat in ignored if _matches(src, pat)]
         assert not hits, f"{src} is COPYed but .dockerignore excludes it ({hits})"
     # and what the package needs at build time is inside the copied tree
     pyproject = (ROOT / "pyproject.toml").read_text()
@@ -77,9 +78,10 @@ def test_build_context_has_what_the_dockerfile_copies():
         assert f'"{package}*"' in pyproject and package in sources
 
 
-def _dockerignored(path: str, pattern: str) -> bool:
-    """Docker's .dockerignore matching: ``*`` and ``?`` stop at ``/``, ``**`` does
-    not, and a pattern that matches a directory excludes all below it."""
+def _matches(path: str, pattern: str) -> bool:
+    """Glob matching as .dockerignore and setuptools' package-data do it: ``*`` and
+    ``?`` stop at ``/``, ``**`` does not, and a pattern that matches a directory
+    covers all below it."""
     regex = ""
     for part in re.split(r"(\*\*/?|\*|\?)", pattern.strip("/")):
         regex += {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
@@ -90,8 +92,8 @@ def _dockerignored(path: str, pattern: str) -> bool:
     ("deploy/image/install.sh", "deploy/*.sh", False), ("deploy/two_gpu_check.sh", "deploy/*.sh", True),
     ("service/__pycache__/a.pyc", "**/__pycache__", True), ("tests/x.py", "tests", True), ("testsx", "tests", False),
 ])
-def test_dockerignore_matching(path, pattern, ignored):
-    assert _dockerignored(path, pattern) is ignored
+def test_glob_matching(path, pattern, ignored):
+    assert _matches(path, pattern) is ignored
 
 
 def test_reader_follows_continuations_comments_and_args():
@@ -117,3 +119,15 @@ def test_arch_check_reads_the_list_as_torch_does():
     assert replay.missing_archs("8.0;8.6;8.9;9.0+PTX", have) == []
     assert replay.missing_archs("8.0;8.6;8.9;9.0+PTX", have[:-1]) == ["sm_90.ptx"]
     assert replay.missing_archs("9.0;10.0+PTX", have) == ["sm_100.cubin", "sm_100.ptx"]
+
+
+def test_the_installed_package_carries_every_kernel_source():
+    """The image installs convt-serve as a wheel, not from the source tree: a
+    source or header left out of package-data is missing there (the kernel's
+    cache key hashes every one of them, so the build fails)."""
+    from kernels import _build
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kernels"]
+    files = sorted(set(_build.CPU_SOURCES) | set(_build.CUDA_SOURCES) | set(_build.HEADERS))
+    missing = [f for f in files if not any(_matches(f"csrc/{f}", g) for g in globs)]
+    assert not missing, f"pyproject.toml package-data leaves out {missing}"
