@@ -108,6 +108,21 @@ EOF
 
 # Which GPU each worker process holds memory on, by pid (the pids are in health-worker*.json).
 nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader | tee "$OUT/compute-apps.csv"
+python3 - "$OUT" <<'EOF' | tee "$OUT/gpus-by-worker.txt"
+import csv, json, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+index = {row[2].strip(): row[0].strip() for row in csv.reader(open(out / "gpus.csv"))}
+held = {}
+for pid, uuid, mem in csv.reader(open(out / "compute-apps.csv")):
+    held.setdefault(int(pid), []).append(f"GPU {index.get(uuid.strip(), uuid.strip())} ({mem.strip()})")
+for path in sorted(out.glob("health-worker*.json")):
+    w = json.loads(path.read_text())
+    gpus = held.get(w["worker"]["pid"], [])
+    verdict = "ok" if len(gpus) == 1 else "UNEXPECTED: a worker should hold memory on its own GPU only"
+    print(f"worker {w['worker']['index']} pid {w['worker']['pid']} serves {w['device']}, holds memory on {gpus}: {verdict}")
+EOF
 ps -o pid,ppid,rss,cmd --ppid "$pid" > "$OUT/worker-processes.txt"
 
 kill -TERM "$pid"

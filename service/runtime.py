@@ -69,7 +69,11 @@ class Runtime:
         self.layers = layers
         self.kernel_info = kernel_info
         self.ready = False
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convt-infer")
+        # The thread's current CUDA device is its own, cuda:0 until set: anything that
+        # takes the current device (pinned host buffers) would open a context on GPU 0
+        # from a worker serving cuda:1.
+        pin = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" and device.index is not None else None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convt-infer", initializer=pin)
 
     @classmethod
     def load(cls, settings: Settings) -> "Runtime":
