@@ -42,7 +42,7 @@ HEADER = "Inference-Header-Content-Length"
 def server(device: str, *args: str):
     log = Path(tempfile.mkdtemp(prefix="convt-load-")) / "server.log"
     cmd = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", "0", "--device", device,
-           "--log-level", "warning", *args]
+           *args]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
