@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     from .app import create_app
 
     config = uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, log_config=None, timeout_graceful_shutdown=5)
+                            log_level=settings.log_level, log_config=None,
+                            timeout_graceful_shutdown=settings.shutdown_timeout_s)
     server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else EXIT_STARTUP_FAILED

@@ -45,6 +45,14 @@ class DeviceOutOfMemory(ServiceError):
     """The device ran out of memory for this request; the server has recovered."""
 
 
+class ClientClosedRequest(ServiceError):
+    """The client went away before sending its whole body; nobody reads the answer."""
+
+
+class RequestTimeout(ServiceError):
+    """The inference did not finish within --request-timeout-s."""
+
+
 STATUS: dict[type[ServiceError], int] = {
     InvalidRequest: 400,
     ModelNotFound: 404,
@@ -52,6 +60,8 @@ STATUS: dict[type[ServiceError], int] = {
     UnsupportedMediaType: 415,
     ModelNotReady: 503,
     DeviceOutOfMemory: 503,
+    ClientClosedRequest: 499,  # nginx's code: counted apart from the client errors that got an answer
+    RequestTimeout: 504,
 }
 
 
