@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
                             log_level=settings.log_level, log_config=None,
                             timeout_graceful_shutdown=settings.shutdown_timeout_s)
     server = uvicorn.Server(config)
+    from .shutdown import exit_0_on_sigterm
+
+    exit_0_on_sigterm()
     server.run()
     return 0 if server.started else EXIT_STARTUP_FAILED
 

@@ -159,12 +159,12 @@ def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket
 
 
 async def _serve(server, sock: socket.socket, parent: int, index: int) -> None:
+    host, port = sock.getsockname()[:2]  # read now: a stop right after start-up closes the socket
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     announced = False
     while not task.done():
         if server.started and not announced:
             # uvicorn announces only the sockets it binds itself; this is that line for a shared one
-            host, port = sock.getsockname()[:2]
             log.info("worker %d serving on http://%s:%d", index, host, port)
             announced = True
         # a parent killed outright (SIGKILL) cannot forward a signal; its workers must not linger on the port

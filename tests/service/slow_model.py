@@ -1,5 +1,6 @@
 """A test-only user model whose forward sleeps for as many seconds as the first
-value of its input says (0 for the zeros that parity checks it with, at most 60).
+value of its input says (at most 60) when the last value is SLOW_MARK: requests
+ask for it, the parity checks' random inputs never do.
 
 Served as ``--model tests.service.slow_model:factory``; with CONVT_TEST_SLOW_LOG
 naming a file, each forward appends ``start S`` and ``end S`` lines to it, so a
@@ -18,6 +19,7 @@ from torch import nn
 import models
 
 MAX_SLEEP = 60
+SLOW_MARK = 4242.0
 
 
 def _mark(line: str) -> None:
@@ -33,7 +35,8 @@ class Slow(nn.Module):
         self.up = nn.ConvTranspose2d(4, 2, 3, stride=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        seconds = min(max(float(x.reshape(-1)[0]), 0.0), MAX_SLEEP)
+        flat = x.reshape(-1)
+        seconds = min(max(float(flat[0]), 0.0), MAX_SLEEP) if float(flat[-1]) == SLOW_MARK else 0.0
         if seconds:
             _mark(f"start {seconds:g}")
             time.sleep(seconds)
