@@ -63,8 +63,8 @@ def test_sigterm_finishes_accepted_requests_and_exits_0(tmp_path, workers):
             # request was sent long before, and at least one forward is in flight
             deadline = time.monotonic() + WAIT
             while starts(slow_log) < 2:
-                assert time.monotonic() < deadline and not any(f.done() and f.result().__class__ is not httpx.Response
-                                                               for f in futures), "requests did not reach the model"
+                failed = [f.result() for f in futures if f.done() and not isinstance(f.result(), httpx.Response)]
+                assert not failed and time.monotonic() < deadline, f"requests did not reach the model: {failed}"
                 time.sleep(0.05)
             server.process.send_signal(signal.SIGTERM)
             # stops accepting while the accepted requests are still being answered
