@@ -115,7 +115,7 @@ def test_memory_is_flat_after_the_corpus_many_times(dcgan_server, client):
     # Bound: 16 MiB, about a quarter of the ~59 MiB the corpus sends in these rounds
     # (2.9 MiB a round, mostly two 1 MiB bodies and the 0.2-0.7 MiB nested ones). A
     # server that kept the large bodies (or their parse) would grow by far more;
-    # what is left is allocator noise.
+    # what is left is allocator noise: 1-3.5 MiB measured on the CPU server.
     assert sent > 48 << 20
     assert growth < 16 << 20, f"RSS grew by {growth / 2**20:.1f} MiB after sending {sent / 2**20:.0f} MiB of bad bodies"
 
