@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     from .app import create_app
 
     config = uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, log_config=None, timeout_graceful_shutdown=5)
+                            log_level=settings.log_level, log_config=None,
+                            timeout_graceful_shutdown=settings.shutdown_timeout_s)
     server = uvicorn.Server(config)
+    from .shutdown import exit_0_on_sigterm
+
+    exit_0_on_sigterm()
     server.run()
     return 0 if server.started else EXIT_STARTUP_FAILED
 

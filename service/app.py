@@ -13,12 +13,14 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from . import errors
+from . import errors, limits
+from .auth import BearerAuthMiddleware
 from .body import read_body
 from .codec import HEADER_LENGTH
 from .dataplane import DataPlane
 from .group import WorkerGroup, WorkerHeaderMiddleware
 from .metrics import Metrics, MetricsMiddleware
+from .openapi import infer_operation
 from .protocol import ModelMetadata, ModelReady, ServerMetadata
 from .runtime import StartupError
 from .settings import Settings
@@ -54,6 +56,8 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
 
     app = FastAPI(title=SERVER_NAME, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.plane = plane
+    if settings.api_token is not None:  # added first: inside the metrics, so that 401s are counted
+        app.add_middleware(BearerAuthMiddleware, token=settings.api_token.get_secret_value())
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(WorkerHeaderMiddleware, index=group.index)
     errors.install(app)
@@ -85,12 +89,13 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
         rt = plane.model(name, model_version)
         return ready_response(plane.ready, ModelReady(name=rt.spec.name, ready=plane.ready).model_dump())
 
-    @app.post("/v2/models/{name}/infer")
-    @app.post("/v2/models/{name}/versions/{model_version}/infer")
+    @app.post("/v2/models/{name}/infer", openapi_extra=infer_operation())
+    @app.post("/v2/models/{name}/versions/{model_version}/infer", openapi_extra=infer_operation())
     async def infer(name: str, request: Request, model_version: str | None = None) -> Response:
         plane.model(name, model_version)  # 404 before reading a body meant for another model
         body = await read_body(request, settings.max_request_bytes)
-        result = await plane.infer(name, model_version, body, request.headers.get(HEADER_LENGTH))
+        result = await limits.within(plane.infer(name, model_version, body, request.headers.get(HEADER_LENGTH)),
+                                     settings.request_timeout_s, f"inference on model {name!r}")
         # The forward pass's time, so a client can tell protocol overhead from compute.
         headers = {"x-convt-compute-ms": f"{result.compute_seconds * 1e3:.3f}"}
         if result.header_length is None:

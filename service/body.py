@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import zlib
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
-from .errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType
+from .errors import ClientClosedRequest, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
 
 
 def _too_large(size: int | str, limit: int, what: str = "request body") -> PayloadTooLarge:
@@ -26,11 +26,14 @@ async def read_body(request: Request, limit: int) -> bytes:
         if int(declared) > limit:
             raise _too_large(int(declared), limit)
     chunks, total = [], 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(f"more than {limit}", limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(f"more than {limit}", limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientClosedRequest(f"the client closed the connection after {total} bytes of the body") from None
     body = b"".join(chunks)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):

@@ -12,7 +12,7 @@ from typing import Any
 
 import models
 
-from . import codec
+from . import codec, limits
 from .batcher import Batcher
 from .errors import InvalidRequest, ModelNotFound, ModelNotReady
 from .group import WorkerGroup
@@ -103,6 +103,7 @@ class DataPlane:
         header, tail = codec.split_body(body, header_length)
         request = codec.parse_request(header)
         ordered = self._match_inputs(rt, request.inputs)
+        limits.check_tensor_elements(ordered, self.settings.max_tensor_elements)  # before any decoding
         try:
             out_shapes = rt.spec.check_shapes([tuple(i.shape) for i in ordered])
         except models.ShapeError as exc:

@@ -49,6 +49,12 @@ class QueueFull(ServiceError):
     """Too many requests are already waiting for the device; retry later."""
 
     retry_after_s = 1
+class ClientClosedRequest(ServiceError):
+    """The client went away before sending its whole body; nobody reads the answer."""
+
+
+class RequestTimeout(ServiceError):
+    """The inference did not finish within --request-timeout-s."""
 
 
 STATUS: dict[type[ServiceError], int] = {
@@ -59,6 +65,8 @@ STATUS: dict[type[ServiceError], int] = {
     ModelNotReady: 503,
     DeviceOutOfMemory: 503,
     QueueFull: 429,
+    ClientClosedRequest: 499,  # nginx's code: counted apart from the client errors that got an answer
+    RequestTimeout: 504,
 }
 
 

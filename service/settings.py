@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, CliApp, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, CliApp, CliSuppress, SettingsConfigDict
 
 MiB = 1 << 20
 TOLERANCE_KEYS = ("float64", "float32", "float32-tf32", "float16", "bfloat16")
@@ -48,7 +48,6 @@ class Settings(BaseSettings):
                                                                     "new ones get 429 with Retry-After")
     workers: int | None = Field(None, ge=1, le=64, description="server processes sharing the port, worker i on "
                                                              "cuda:i (default: one per visible GPU, or 1 on the CPU)")
-
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
@@ -85,6 +84,33 @@ class Settings(BaseSettings):
 
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    # Access, limits and shutdown (service/auth.py, service/limits.py).
+    # The token's flag is left out of --help: the environment is its place, since
+    # argv is visible to every user of the machine in ps. SecretStr keeps it out
+    # of reprs and logs.
+    api_token: CliSuppress[SecretStr | None] = Field(
+        None, description="CONVT_API_TOKEN: when set, every endpoint but /v2/health/live and /v2/health/ready "
+                          "needs 'Authorization: Bearer <token>' (401 otherwise)")
+    max_tensor_elements: int = Field(1 << 26, gt=0, description="most elements one input tensor may declare, "
+                                                                 "checked on its shape before decoding (400 above)")
+    request_timeout_s: float = Field(60.0, ge=0, description="seconds an inference may take, queueing included, "
+                                                             "before it is answered 504 (0: no limit)")
+    shutdown_timeout_s: float = Field(20.0, gt=0, description="on SIGTERM, seconds to finish in-flight requests "
+                                                              "before closing their connections")
+
+    @field_validator("api_token")
+    @classmethod
+    def _token(cls, v: SecretStr | None) -> SecretStr | None:
+        # fail closed: an empty CONVT_API_TOKEN (a secret that did not mount) must not mean "no auth"
+        if v is None:
+            return v
+        token = v.get_secret_value()
+        if not token.strip():
+            raise ValueError("CONVT_API_TOKEN is set but empty; unset it to serve without auth")
+        if not (token.isascii() and token.isprintable() and " " not in token):
+            raise ValueError("CONVT_API_TOKEN must be printable ASCII without spaces (it travels in an HTTP header)")
+        return v
 
 
 def parse(argv: list[str] | None = None) -> Settings:

@@ -31,7 +31,7 @@ log = logging.getLogger("convt.workers")
 
 EXIT_STARTUP_FAILED = 3
 EXIT_WORKER_DIED = 4  # a worker was killed by a signal, or exited 0 while not asked to stop
-STOP_GRACE_SECONDS = 25  # under Kubernetes' default terminationGracePeriodSeconds (30)
+STOP_GRACE_SECONDS = 5  # after a worker's own drain (--shutdown-timeout-s): its lifespan shutdown and exit
 
 
 class WorkerPlanError(ValueError):
@@ -94,10 +94,10 @@ def serve(settings: Settings, devices: list[str]) -> int:
     sock.close()  # the workers hold it now
     log.info("%d workers on http://%s:%d: %s", len(procs), host, port,
              ", ".join(f"worker {i} (pid {p.pid}) on {d}" for i, (p, d) in enumerate(zip(procs, devices))))
-    return _supervise(procs, flags)
+    return _supervise(procs, flags, settings.shutdown_timeout_s + STOP_GRACE_SECONDS)
 
 
-def _supervise(procs: list[multiprocessing.Process], flags) -> int:
+def _supervise(procs: list[multiprocessing.Process], flags, grace: float) -> int:
     stopping: list[str] = []
 
     def on_signal(signum, _frame):
@@ -112,11 +112,11 @@ def _supervise(procs: list[multiprocessing.Process], flags) -> int:
     deadline = None
     while any(p.exitcode is None for p in procs):
         if stopping and deadline is None:
-            deadline = time.monotonic() + STOP_GRACE_SECONDS
+            deadline = time.monotonic() + grace
         if deadline is not None and time.monotonic() > deadline:
             for p in procs:
                 if p.exitcode is None:
-                    log.error("worker %s did not stop in %d s: killing it", p.name, STOP_GRACE_SECONDS)
+                    log.error("worker %s did not stop in %g s: killing it", p.name, grace)
                     p.kill()
             deadline = float("inf")
         wait([p.sentinel for p in procs if p.exitcode is None], timeout=0.5)
@@ -157,19 +157,20 @@ def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket
         torch.cuda.set_device(device)
     group = WorkerGroup(index=index, count=count, flags=flags)
     config = uvicorn.Config(create_app(settings, group), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, log_config=None, timeout_graceful_shutdown=5)
+                            log_level=settings.log_level, log_config=None,
+                            timeout_graceful_shutdown=settings.shutdown_timeout_s)
     server = uvicorn.Server(config)
     asyncio.run(_serve(server, sock, parent, index))
     sys.exit(0 if server.started else EXIT_STARTUP_FAILED)
 
 
 async def _serve(server, sock: socket.socket, parent: int, index: int) -> None:
+    host, port = sock.getsockname()[:2]  # read now: a stop right after start-up closes the socket
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     announced = False
     while not task.done():
         if server.started and not announced:
             # uvicorn announces only the sockets it binds itself; this is that line for a shared one
-            host, port = sock.getsockname()[:2]
             log.info("worker %d serving on http://%s:%d", index, host, port)
             announced = True
         # a parent killed outright (SIGKILL) cannot forward a signal; its workers must not linger on the port

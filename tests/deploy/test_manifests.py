@@ -61,12 +61,12 @@ def test_deployment_fits_the_image_and_the_server():
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert str(pod["securityContext"]["runAsUser"]) == runtime.user.split(":")[0]
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    # the pod's grace period covers the preStop pause and the server's own wait for its workers
+    # the pod's grace period covers the preStop pause, the workers' drain of in-flight requests and their exit
     pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
-    assert pod["terminationGracePeriodSeconds"] >= pre_stop + STOP_GRACE_SECONDS
+    drain = parse(container["args"]).shutdown_timeout_s
+    assert pod["terminationGracePeriodSeconds"] >= pre_stop + drain + STOP_GRACE_SECONDS
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert service["spec"]["ports"][0]["targetPort"] == "http"
-    parse(container["args"])  # the server accepts its arguments
 
 
 def test_inference_service_runs_our_image_over_v2():

@@ -102,7 +102,7 @@ def test_enormous_spatial_size_refused_before_allocation(server, client):
                                      "parameters": {"binary_data_size": 4}}]}).encode()
     r = client.post(INFER, content=header + b"\x00" * 4, headers={HEADER: str(len(header))})
     assert r.status_code == 400
-    assert "--max-output-bytes" in r.json()["error"]
+    assert "5120000000000 elements" in r.json()["error"] and "--max-tensor-elements" in r.json()["error"]
     server.assert_alive()
 
 
