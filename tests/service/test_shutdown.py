@@ -54,7 +54,8 @@ def refused(url: str) -> bool:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_finishes_accepted_requests_and_exits_0(tmp_path, workers):
     slow_log = tmp_path / "forwards.log"
-    args = ["--model", "tests.service.slow_model:factory"] + (["--workers", str(workers)] if workers > 1 else [])
+    # One forward per request, so each accepted request shows in the slow log (batching would merge them).
+    args = ["--model", "tests.service.slow_model:factory", "--max-batch-size", "1"] + (["--workers", str(workers)] if workers > 1 else [])
     server = start_server(tmp_path / "server.log", *args, env={"CONVT_TEST_SLOW_LOG": str(slow_log)})
     try:
         with ThreadPoolExecutor(REQUESTS) as pool:
