@@ -33,10 +33,6 @@ for part in "${@:-all}"; do
       for _ in $(seq 1 180); do
         curl -sf http://127.0.0.1:8765/v2/health/ready >/dev/null && break
         sleep 1
-        case $part in
-    load|all)  # throughput and latency of a CUDA server (bench/load.py)
-      python3 -m bench.load --device cuda --out "$OUT/load" 2>&1 | tee "$OUT/load.txt" | tail -n 30 ;;
-  esac
 done
       curl -s -w '\nHTTP %{http_code}\n' http://127.0.0.1:8765/health > "$OUT/health-cuda.json"
       tail -n 3 "$OUT/health-cuda.json"
