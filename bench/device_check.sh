@@ -33,7 +33,7 @@ for part in "${@:-all}"; do
       for _ in $(seq 1 180); do
         curl -sf http://127.0.0.1:8765/v2/health/ready >/dev/null && break
         sleep 1
-done
+      done
       curl -s -w '\nHTTP %{http_code}\n' http://127.0.0.1:8765/health > "$OUT/health-cuda.json"
       tail -n 3 "$OUT/health-cuda.json"
       kill -TERM $pid; wait $pid ;;
