@@ -24,8 +24,8 @@ log = logging.getLogger("convt.build")
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 CPU_SOURCES = ("op.cpp", "cpu/convt_cpu.cpp")
-CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_tc.cu")
-HEADERS = ("convt_params.h", "cuda/convt_tc.h")
+CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_tc.cu", "cuda/convt_wg.cu")
+HEADERS = ("convt_params.h", "cuda/convt_tc.h", "cuda/tc_common.cuh", "cuda/wgmma_ops.h")
 DEFAULT_ARCHS = "8.0;8.6;8.9;9.0+PTX"
 
 
@@ -84,6 +84,25 @@ def cuda_archs() -> str:
         caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
         return ";".join(f"{a}.{b}" for a, b in caps)
     return DEFAULT_ARCHS
+
+
+def hopper_archs(archs: str) -> tuple[str, list[str]]:
+    """The arch list nvcc gets, and extra flags: Hopper (9.0) is built as sm_90a.
+
+    wgmma and its TMA feed exist only in the arch-specific sm_90a target; a plain
+    sm_90 cubin beside it could be the one the driver loads. PTX stays compute_90
+    (what `+PTX` promises: a JIT for newer GPUs, which compute_90a would not give).
+    """
+    out, flags = [], []
+    for arch in archs.replace(" ", ";").split(";"):
+        base = arch.removesuffix("+PTX")
+        if base == "9.0":
+            out.append("9.0a")
+            if arch.endswith("+PTX"):
+                flags.append("-gencode=arch=compute_90,code=compute_90")
+        elif arch:
+            out.append(arch)
+    return ";".join(out), flags
 
 
 def _key(sources: tuple[str, ...], flags: list[str], extra: str) -> str:
@@ -161,11 +180,14 @@ def load_cuda(required: bool = False) -> None:
     home = cuda_home()
     cflags, cuda_flags = ["-O3"], ["-O3", "-lineinfo"]
     archs = cuda_archs()
+    nvcc_archs, ptx = hopper_archs(archs)
+    cuda_flags += ptx
+    key = f"archs={archs}|nvcc={nvcc_archs}"
     if os.environ.get("CONVT_BUILD_CUDA") == "0":
         reason = "CONVT_BUILD_CUDA=0"
     elif torch.version.cuda is None:
         reason = "this torch build has no CUDA"
-    elif home is None and not _target("cuda", CUDA_SOURCES, cflags + cuda_flags, f"archs={archs}").exists():
+    elif home is None and not _target("cuda", CUDA_SOURCES, cflags + cuda_flags, key).exists():
         # a prebuilt kernel (a Docker image's) loads without a toolkit; building one needs nvcc
         reason = (f"nvcc not found (set CUDA_HOME to the CUDA toolkit root) and no prebuilt CUDA kernel for "
                   f"TORCH_CUDA_ARCH_LIST={archs} in {build_root()}")
@@ -177,9 +199,12 @@ def load_cuda(required: bool = False) -> None:
         return
     if home is not None:
         os.environ["CUDA_HOME"] = home
-    os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     STATE.cuda_archs = archs
-    _load("cuda", CUDA_SOURCES, cflags, cuda_flags, [], f"archs={archs}")
+    os.environ["TORCH_CUDA_ARCH_LIST"] = nvcc_archs  # what cpp_extension reads
+    try:
+        _load("cuda", CUDA_SOURCES, cflags, cuda_flags, [], key)
+    finally:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     STATE.backends.append("cuda")
 
 

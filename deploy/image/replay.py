@@ -142,8 +142,12 @@ def cuda_binaries(build_dir: Path, venv: Path, home: str) -> list[str] | str:
 
 
 def missing_archs(archs: str, binaries: list[str]) -> list[str]:
-    """The cubin (and, for +PTX, ptx) files that TORCH_CUDA_ARCH_LIST asks for and the kernel lacks."""
-    want = [f"sm_{a.replace('+PTX', '').replace('.', '')}.cubin" for a in archs.split(";")]
+    """The cubin (and, for +PTX, ptx) files that TORCH_CUDA_ARCH_LIST asks for and the kernel lacks.
+
+    Hopper's cubin is sm_90a (kernels/_build.py builds 9.0 with wgmma); its PTX stays sm_90.
+    """
+    bases = [a.removesuffix("+PTX") for a in archs.split(";")]
+    want = [f"sm_{'9.0a' if b == '9.0' else b}.cubin".replace(".", "", 1) for b in bases]
     want += [f"sm_{a.replace('+PTX', '').replace('.', '')}.ptx" for a in archs.split(";") if a.endswith("+PTX")]
     return [w for w in want if w not in binaries]
 

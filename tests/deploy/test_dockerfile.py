@@ -115,7 +115,7 @@ def test_install_script_refuses_bad_usage():
 
 
 def test_arch_check_reads_the_list_as_torch_does():
-    have = ["sm_80.cubin", "sm_86.cubin", "sm_89.cubin", "sm_90.cubin", "sm_90.ptx"]
+    have = ["sm_80.cubin", "sm_86.cubin", "sm_89.cubin", "sm_90a.cubin", "sm_90.ptx"]
     assert replay.missing_archs("8.0;8.6;8.9;9.0+PTX", have) == []
     assert replay.missing_archs("8.0;8.6;8.9;9.0+PTX", have[:-1]) == ["sm_90.ptx"]
     assert replay.missing_archs("9.0;10.0+PTX", have) == ["sm_100.cubin", "sm_100.ptx"]

@@ -20,6 +20,11 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32
     (1, 34, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "tc128", True),      # fp16
     (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "tc64", True),        # bf16, pure fill
+    # wgmma kernel (Hopper; elsewhere these run the mma.sync path again): each
+    # operand type, 64- and 128-byte rows, a multi-image box, pure-fill phases
+    (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "wg64", True),       # TF32, 128 B rows
+    (3, 40, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "wg128t", True),     # fp16, 2 co tiles
+    (2, 6, 40, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "wg32", True),        # bf16, 64 B rows, fill
 ]
 
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:

@@ -29,8 +29,18 @@ TOL = {"float64": 1e-12, "float32": 1e-5, "float32-tf32": 1e-3, "float16": 1e-2,
 DTYPES = list(TOL)
 TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32": torch.float32,
                "float16": torch.float16, "bfloat16": torch.bfloat16}
-# Every CUDA path, forced: the FFMA kernel and the tensor-core kernel's three tiles.
-ALGOS = ["ffma", "tc32", "tc64", "tc128"]
+# Every CUDA path, forced: the FFMA kernel, the mma.sync kernel's three tiles and
+# the wgmma kernel's five (Hopper).
+WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
+ALGOS = ["ffma", "tc32", "tc64", "tc128", *WG_ALGOS]
+# wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
+WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
+
+
+def wgmma_expected(prec: str) -> bool:
+    """Whether a forced wg* path must really run wgmma here (an sm_90 device)."""
+    algo = os.environ.get("CONVT_CUDA_ALGO", "")
+    return algo.startswith("wg") and prec in WG_PRECISIONS and torch.cuda.get_device_capability() == (9, 0)
 
 
 @pytest.fixture(params=ALGOS)
@@ -54,6 +64,8 @@ def check_cuda(case: Case, prec: str, seed: int) -> float:
     x, w, b = case.tensors(dtype, "cuda", gen)
     ref = reference(x, w, b, case)
     ctx = f"CONVT_TEST_SEED={seed} {prec} CONVT_CUDA_ALGO={os.environ.get('CONVT_CUDA_ALGO')} {case}"
+    if wgmma_expected(prec):
+        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "wg", f"fell back: {ctx}"
     out = poisoned_out(case, dtype, "cuda")
     conv_transpose2d_out(x, w, b, *case.args(), out=out)
     torch.cuda.synchronize()
@@ -68,6 +80,8 @@ def check_cuda(case: Case, prec: str, seed: int) -> float:
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(60))
 def test_random_configs_cuda(seed, precision, i, algo):
+    if algo in WG_ALGOS and precision not in WG_PRECISIONS:
+        pytest.skip("wgmma takes TF32, fp16 and bf16; the others fall back to the tc tests' path")
     rng = random.Random(seed * 1000 + i)
     check_cuda(random_case(rng, max_hw=12, max_ch=6), precision, seed * 1000 + i)
 
@@ -88,17 +102,21 @@ def test_wide_channels_and_large_images_cuda(seed, precision, algo):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    if algo.startswith("wg") and precision == "float32":
+        pytest.skip("wgmma runs fp32 only as TF32")
     n, cin, cout, k, hw, s, p, op, d, g = PROBLEMS[pid]
     gen = torch.Generator(device="cuda").manual_seed(seed + pid)
     w = torch.randn(cin, cout // g, *k, device="cuda", generator=gen)
     worst = 0.0
     for _ in range(2):
         x = torch.rand(n, cin, *hw, device="cuda", generator=gen)  # KernelBench draws torch.rand
+        if wgmma_expected(precision):
+            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == "wg", f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
         conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)
         ref = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, g, d)
@@ -125,7 +143,7 @@ def test_tf32_switch_is_honoured_and_parity_report_on_cuda():
         torch.backends.cudnn.allow_tf32 = old
 
 
-@pytest.mark.parametrize("algo", ["ffma", "tc64"])
+@pytest.mark.parametrize("algo", ["ffma", "tc64", "wg64"])
 def test_current_stream_and_no_host_sync(algo, monkeypatch):
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     x = torch.randn(4, 8, 30, 30, device="cuda")

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "../convt_params.h"
 #include "convt_tc.h"
@@ -190,49 +191,92 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma, tc (tile by heuristic), tc32, tc64, tc128; unset or auto: the heuristic.
+// ffma; tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
+// wg64, wg64t, wg128, wg128t; unset or auto: the heuristic. A forced tensor-core
+// path the problem or device cannot take falls back to the next one down
+// (wg -> tc -> ffma), as strict fp32 does from wg (wgmma has no 3xTF32 here).
+enum class Path { kFfma, kTc, kWg };
 struct Algo {
-  bool tc;
-  TcTile tile;
+  Path path;
+  TcTile tc_tile;
+  WgTile wg_tile;
 };
 
-Algo choose_algo(const ConvTParams& p, at::ScalarType dtype) {
+struct Forced {
+  const char* name;
+  Path path;
+  TcTile tc_tile;
+  WgTile wg_tile;
+};
+constexpr Forced kForced[] = {
+    {"ffma", Path::kFfma, TcTile::kAuto, WgTile::kAuto},     {"tc", Path::kTc, TcTile::kAuto, WgTile::kAuto},
+    {"tc32", Path::kTc, TcTile::kBN32, WgTile::kAuto},       {"tc64", Path::kTc, TcTile::kBN64, WgTile::kAuto},
+    {"tc128", Path::kTc, TcTile::kBN128, WgTile::kAuto},     {"wg", Path::kWg, TcTile::kAuto, WgTile::kAuto},
+    {"wg32", Path::kWg, TcTile::kAuto, WgTile::kBN32},       {"wg64", Path::kWg, TcTile::kAuto, WgTile::kBN64},
+    {"wg64t", Path::kWg, TcTile::kAuto, WgTile::kBN64Tall},  {"wg128", Path::kWg, TcTile::kAuto, WgTile::kBN128},
+    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall},
+};
+
+Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int device) {
   const char* env = std::getenv("CONVT_CUDA_ALGO");
   const bool tc_ok = tc_supports(p, dtype);
+  const bool wg_ok = tc_ok && (dtype != at::kFloat || tf32) && wg_supports(p, dtype) && wg_available(device);
   if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0) {
-    if (std::strcmp(env, "ffma") == 0) return {false, TcTile::kAuto};
-    const TcTile tile = std::strcmp(env, "tc") == 0      ? TcTile::kAuto
-                        : std::strcmp(env, "tc32") == 0  ? TcTile::kBN32
-                        : std::strcmp(env, "tc64") == 0  ? TcTile::kBN64
-                        : std::strcmp(env, "tc128") == 0 ? TcTile::kBN128
-                                                         : TcTile(-1);
-    CONVT_CHECK(tile != TcTile(-1), "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64 or tc128, not '", env, "'");
-    return {tc_ok, tile};
+    for (const Forced& f : kForced) {
+      if (std::strcmp(env, f.name) != 0) continue;
+      const Path path = f.path == Path::kWg && !wg_ok ? Path::kTc : f.path;
+      return {path == Path::kTc && !tc_ok ? Path::kFfma : path, f.tc_tile, f.wg_tile};
+    }
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128 or "
+                "wg128t, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
   // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
-  return {tc_ok && p.Cin_g >= 8 && p.Cout_g >= 16 && !short_k, TcTile::kAuto};
+  if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma, TcTile::kAuto, WgTile::kAuto};
+  return {wg_ok && p.Cin_g >= 16 ? Path::kWg : Path::kTc, TcTile::kAuto, WgTile::kAuto};
 }
 
 void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const Algo algo = choose_algo(p, x.scalar_type());
-  if (algo.tc) {
-    // fp32 follows cuDNN's switch: TF32 products when allowed, else 3xTF32,
-    // which keeps fp32 accuracy on tensor cores.
-    const Fp32Mode mode = at::globalContext().allowTF32CuDNN() ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32;
-    launch_tc(p, x, w, b, out, mode, algo.tile, stream);
-  } else {
-    launch_ffma(p, x, w, b, out, stream);
+  // fp32 follows cuDNN's switch: TF32 products when allowed, else 3xTF32,
+  // which keeps fp32 accuracy on tensor cores.
+  const bool tf32 = at::globalContext().allowTF32CuDNN();
+  const Algo algo = choose_algo(p, x.scalar_type(), tf32, x.get_device());
+  switch (algo.path) {
+    case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
+    case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
+    default: launch_ffma(p, x, w, b, out, stream);
   }
+}
+
+// The path the CUDA backend takes for these operands under the current
+// CONVT_CUDA_ALGO and TF32 switch: lets the tests prove a forced path ran rather
+// than fell back.
+std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+                      at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
+                      at::IntArrayRef dilation) {
+  CONVT_CHECK(input.is_cuda(), "cuda_path: input must be a CUDA tensor");
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor input4 = input.dim() == 3 ? input.unsqueeze(0) : input;
+  const ConvTParams p = make_params(input4, weight, c10::nullopt, stride, padding, output_padding, groups, dilation);
+  const Path path =
+      choose_algo(p, input.scalar_type(), at::globalContext().allowTF32CuDNN(), input.get_device()).path;
+  return path == Path::kWg ? "wg" : path == Path::kTc ? "tc" : "ffma";
 }
 
 }  // namespace
 
 CONVT_REGISTER_BACKEND(CUDA, launch_cuda)
+
+TORCH_LIBRARY_FRAGMENT(convt, m) {
+  m.def(
+      "cuda_path(Tensor input, Tensor weight, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, "
+      "int groups=1, int[2] dilation=1) -> str",
+      &cuda_path);
+}
 
 }  // namespace convt

@@ -1,4 +1,5 @@
-// The tensor-core path: each output phase as an implicit GEMM on mma.sync.
+// The tensor-core paths: each output phase as an implicit GEMM, on mma.sync
+// (sm_80 and later) or on wgmma (sm_90a).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,5 +21,17 @@ enum class TcTile { kAuto = 0, kBN32 = 32, kBN64 = 64, kBN128 = 128 };
 
 void launch_tc(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                Fp32Mode mode, TcTile tile, cudaStream_t stream);
+
+// The Hopper path (convt_wg.cu): wgmma fed by TMA, for fp32 as TF32, fp16 and bf16.
+// Available where the device is sm_90 and the loaded cubin was built for sm_90a
+// (probed once per device).
+bool wg_available(int device);
+bool wg_supports(const ConvTParams& p, at::ScalarType dtype);
+
+// BN channels x 128 pixels a block, or x 256 (Tall); the tests force each one.
+enum class WgTile { kAuto = 0, kBN32, kBN64, kBN64Tall, kBN128, kBN128Tall };
+
+void launch_wg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+               WgTile tile, cudaStream_t stream);
 
 }  // namespace convt

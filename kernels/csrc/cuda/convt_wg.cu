@@ -1,0 +1,457 @@
+// Hopper tensor-core kernel (sm_90a): the same per-phase implicit GEMM as
+// convt_tc.cu, on wgmma fed by TMA. mma.sync on Hopper stalled on its ldmatrix
+// fragments and the MIO queue at 41% tensor-pipe activity (kernel-notes v5);
+// wgmma reads both operands straight from shared memory.
+//
+// Why TMA fits this op: within one output phase, consecutive phase pixels read
+// consecutive input pixels, so the A tile of a tap is a plain box of the
+// channels-last input shifted by the tap's offset, and TMA zero-fills the part
+// of the box past the image edge — the taps' bounds checks cost nothing. A
+// block's pixels are a box (images x rows x columns) of one phase; one producer
+// warp streams (tap, k-chunk) stages into a ring of shared-memory slots guarded
+// by mbarriers, and two consumer warpgroups run wgmma on them.
+#include "convt_tc.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "wgmma_ops.h"
+
+namespace convt {
+namespace {
+
+#include "tc_common.cuh"
+
+constexpr int kConsumerWarps = 8;  // two warpgroups
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
+
+template <typename T>
+struct WgOp;
+template <>
+struct WgOp<float> {
+  using type = wg::Tf32;
+};
+template <>
+struct WgOp<at::Half> {
+  using type = wg::F16;
+};
+template <>
+struct WgOp<at::BFloat16> {
+  using type = wg::Bf16;
+};
+
+// A block's tile: each consumer warpgroup owns MSUB m64 slices of pixels x BN
+// channels; NS stages in flight. Slots are sized for 128-byte rows (32 k-words).
+template <int BN, int MSUB, int NS>
+struct WgShape {
+  static constexpr int BM = 2 * MSUB * 64;
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+  static constexpr int kBarrierOffset = NS * (A_BYTES + B_BYTES);
+  static constexpr int kSmemBytes = kBarrierOffset + 2 * NS * 8 + 1024;  // + alignment slack
+  static constexpr int kBlocksPerSm = kSmemBytes <= 113 * 1024 ? 2 : 1;
+};
+
+// Per-call geometry. The pixel box is 2^bw_log columns x 2^bh_log rows x
+// 2^bn_log images of one phase (BM pixels in all).
+struct WgGrid {
+  int kws;       // k-words a stage: 32 (128-byte rows) or 16 (64-byte rows)
+  int words;     // k-words per tap and group, a multiple of kws
+  int co_pad;
+  int bw_log, bh_log, bn_log;
+  int w_tiles, h_tiles, n_tiles, co_tiles, phases_h, phases_w;
+  int64_t total;
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.b32 %0, 1, 0, P;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
+                                            int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// K-major operand in the swizzled layout TMA wrote: rows of `row_bytes` (128 or
+// 64), 8-row atoms `8 * row_bytes` apart; the leading offset is unused.
+__device__ __forceinline__ uint64_t smem_desc(const void* p, int row_bytes) {
+  const uint64_t addr = smem_addr(p);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * row_bytes) >> 4) << 32) |
+         (uint64_t(row_bytes == 128 ? 1 : 2) << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads or writes across the
+// asynchronous wgmma that owns the registers.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+__global__ void wg_probe_kernel(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+template <typename T, int BN, int MSUB, int NS>
+__global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
+    convt_wg_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+                    const ConvTParams p, const WgGrid gg, const T* __restrict__ bias, T* __restrict__ y) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = WgShape<BN, MSUB, NS>;
+  using Op = typename WgOp<T>::type;
+  extern __shared__ uint8_t smem_raw[];
+  // Swizzled TMA boxes and wgmma descriptors both assume 1024-byte-aligned atoms.
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* As = smem;
+  uint8_t* Bs = smem + NS * S::A_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + S::kBarrierOffset);
+  uint64_t* empty = full + NS;
+
+  // Phases fastest (their stores share output sectors in L2), then channel tiles
+  // (they share the A boxes), then the pixel box.
+  int64_t rest = blockIdx.x;
+  const int rw = static_cast<int>(rest % gg.phases_w); rest /= gg.phases_w;
+  const int rh = static_cast<int>(rest % gg.phases_h); rest /= gg.phases_h;
+  const int co_tile = static_cast<int>(rest % gg.co_tiles); rest /= gg.co_tiles;
+  const int wt = static_cast<int>(rest % gg.w_tiles); rest /= gg.w_tiles;
+  const int ht = static_cast<int>(rest % gg.h_tiles); rest /= gg.h_tiles;
+  const int nt = static_cast<int>(rest % gg.n_tiles);
+  const int g = static_cast<int>(rest / gg.n_tiles);
+
+  const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
+  const int qw0 = wt << gg.bw_log, qh0 = ht << gg.bh_log, n0 = nt << gg.bn_log;
+  if (qw0 >= Mw || qh0 >= Mh) return;  // a smaller phase has fewer tiles than the largest one
+
+  const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+  const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+  const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
+  const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+  const int chunks = gg.words / gg.kws;
+  const int stages = nth * ntw * chunks;
+  const int row_bytes = gg.kws * 4;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (tid == 0) {
+    for (int i = 0; i < NS; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {  // the producer
+    if (lane != 0) return;
+    const int bh0 = nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0;
+    const int bw0 = ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0;
+    const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
+    const int a_bytes = (S::BM * row_bytes), b_bytes = BN * row_bytes;
+    int chunk = 0, ih = 0, iw = 0;  // the cursor: tap row, tap column, k-chunk
+    for (int s = 0; s < stages; ++s) {
+      const int slot = s % NS, round = s / NS;
+      if (round > 0) mbar_wait(empty + slot, (round - 1) & 1);
+      mbar_expect_tx(full + slot, a_bytes + b_bytes);
+      const int kh = static_cast<int>(th.k0) + ih * static_cast<int>(th.step);
+      const int kw = static_cast<int>(tw.k0) + iw * static_cast<int>(tw.step);
+      tma_load_4d(As + slot * S::A_BYTES, &xmap, full + slot, g * gg.words + chunk * gg.kws, qw0 + bw0 - iw * dbw,
+                  qh0 + bh0 - ih * dbh, n0);
+      tma_load_2d(Bs + slot * S::B_BYTES, &wmap, full + slot, chunk * gg.kws,
+                  ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * gg.co_pad + co_tile * BN);
+      if (++chunk == chunks) {
+        chunk = 0;
+        if (++iw == ntw) {
+          iw = 0;
+          ++ih;
+        }
+      }
+    }
+    return;
+  }
+
+  // The consumers: warpgroup wgi owns rows [wgi * MSUB * 64, (wgi + 1) * MSUB * 64).
+  const int wgi = warp >> 2;
+  float acc[MSUB][BN / 2];
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+#pragma unroll
+    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
+    fence_regs(acc[j]);
+  }
+  for (int s = 0; s < stages; ++s) {
+    const int slot = s % NS;
+    mbar_wait(full + slot, (s / NS) & 1);
+    const uint8_t* a = As + slot * S::A_BYTES + wgi * MSUB * 64 * row_bytes;
+    const uint8_t* b = Bs + slot * S::B_BYTES;
+    const uint64_t db = smem_desc(b, row_bytes);
+    uint64_t da[MSUB];
+#pragma unroll
+    for (int j = 0; j < MSUB; ++j) da[j] = smem_desc(a + j * 64 * row_bytes, row_bytes);
+    wgmma_fence();
+    // 8 k-words (32 bytes) per wgmma k-step; +2 advances a descriptor by 32 bytes.
+    for (int k = 0; k < gg.kws / 8; ++k) {
+#pragma unroll
+      for (int j = 0; j < MSUB; ++j) wg::Wgmma<Op, BN>::run(acc[j], da[j] + 2 * k, db + 2 * k, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous stage's reads are done: hand its slot back
+    if (s > 0 && lane == 0) mbar_arrive(empty + (s - 1) % NS);
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
+
+  // Fragment layout: warp w of the warpgroup holds rows 16w..16w+15 of each m64
+  // slice; register 4c + {0,1,2,3} is (row l/4, col 8c + 2(l%4)), (.., +1),
+  // (row l/4 + 8, ..), (.., +1).
+  const int64_t plane = p.Hout * p.Wout;
+  const int bw_mask = (1 << gg.bw_log) - 1, bh_mask = (1 << gg.bh_log) - 1;
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = (wgi * MSUB + j) * 64 + (warp & 3) * 16 + half * 8 + (lane >> 2);
+      const int qw = qw0 + (r & bw_mask), qh = qh0 + ((r >> gg.bw_log) & bh_mask);
+      const int n = n0 + (r >> (gg.bw_log + gg.bh_log));
+      if (qw >= Mw || qh >= Mh || n >= p.N) continue;
+      const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(qw) * p.sw;
+      T* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+#pragma unroll
+      for (int c = 0; c < BN / 8; ++c) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int co = co_tile * BN + c * 8 + 2 * (lane & 3) + e;
+          if (co < p.Cout_g) {
+            const float bv = bias != nullptr ? static_cast<float>(bias[int64_t(g) * p.Cout_g + co]) : 0.f;
+            yp[co * plane] = static_cast<T>(acc[j][c * 4 + half * 2 + e] + bv);
+          }
+        }
+      }
+    }
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }
+  });
+  TORCH_CHECK(fn != nullptr, "convt: cuTensorMapEncodeTiled is not available from the CUDA driver");
+  return fn;
+}
+
+// A tiled map of 32-bit words; dims and box innermost first, strides in bytes
+// for dims 1.. .
+CUtensorMap make_map(const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                     const cuuint32_t* box, int row_bytes) {
+  CUtensorMap map;
+  const cuuint32_t ones[4] = {1, 1, 1, 1};
+  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, const_cast<void*>(base), dims, strides,
+                                 box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                 row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(r == CUDA_SUCCESS, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r));
+  return map;
+}
+
+int log2_ceil(int64_t v) {
+  int l = 0;
+  while ((int64_t(1) << l) < v) ++l;
+  return l;
+}
+
+template <typename T, int BN, int MSUB, int NS>
+void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
+                  const at::TensorOptions& opts) {
+  using S = WgShape<BN, MSUB, NS>;
+  constexpr int CPW = Word<T>::kChannels;
+  constexpr bool kRound = std::is_same<T, float>::value;  // the wgmma path runs fp32 only as TF32
+  const int64_t raw_words = (p.Cin_g + CPW - 1) / CPW;
+  WgGrid gg;
+  gg.kws = raw_words <= 16 ? 16 : 32;
+  gg.words = static_cast<int>((raw_words + gg.kws - 1) / gg.kws * gg.kws);
+  gg.co_tiles = static_cast<int>((p.Cout_g + BN - 1) / BN);
+  gg.co_pad = gg.co_tiles * BN;
+  gg.phases_h = static_cast<int>(std::min(p.sh, p.Hout));
+  gg.phases_w = static_cast<int>(std::min(p.sw, p.Wout));
+  // The pixel box: as wide as the phase (up to 16 columns), then as tall (the
+  // rest of BM), then whole images; powers of two so the epilogue decodes rows
+  // with shifts.
+  const int64_t Mh = phase_extent(0, p.sh, p.Hout), Mw = phase_extent(0, p.sw, p.Wout);
+  const int bm_log = log2_ceil(S::BM);
+  gg.bw_log = std::min(log2_ceil(Mw), 4);
+  gg.bh_log = std::min(log2_ceil(Mh), bm_log - gg.bw_log);
+  gg.bn_log = bm_log - gg.bw_log - gg.bh_log;
+  gg.w_tiles = static_cast<int>((Mw + (1 << gg.bw_log) - 1) >> gg.bw_log);
+  gg.h_tiles = static_cast<int>((Mh + (1 << gg.bh_log) - 1) >> gg.bh_log);
+  gg.n_tiles = static_cast<int>((p.N + (1 << gg.bn_log) - 1) >> gg.bn_log);
+  gg.total = p.groups * int64_t(gg.co_tiles) * gg.phases_h * gg.phases_w * gg.w_tiles * gg.h_tiles * gg.n_tiles;
+  TORCH_CHECK(gg.total < (int64_t(1) << 31), "convt: too many output tiles for one launch");
+
+  TcGrid tg;  // the layouts the shared pack and transpose kernels write
+  tg.words = gg.words;
+  tg.co_pad = gg.co_pad;
+  tg.px_words = static_cast<int>(p.groups * gg.words);
+  const int64_t rows = p.groups * p.KH * p.KW * gg.co_pad;
+  at::Tensor wp = at::empty({rows * gg.words}, opts.dtype(at::kInt));
+  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
+  const int pack_blocks = static_cast<int>(std::min<int64_t>((rows * gg.words + 255) / 256, 4096));
+  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  const int64_t HW = p.Hin * p.Win, c_tot = int64_t(tg.px_words) * CPW;
+  at::Tensor xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
+  const dim3 tgrid(static_cast<unsigned>((HW + 31) / 32), static_cast<unsigned>((c_tot + 31) / 32),
+                   static_cast<unsigned>(p.N));
+  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
+  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  const int row_bytes = gg.kws * 4;
+  const cuuint64_t xdims[4] = {cuuint64_t(tg.px_words), cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.N)};
+  const cuuint64_t xstrides[3] = {cuuint64_t(tg.px_words) * 4, cuuint64_t(p.Win * tg.px_words) * 4,
+                                  cuuint64_t(HW * tg.px_words) * 4};
+  const cuuint32_t xbox[4] = {cuuint32_t(gg.kws), 1u << gg.bw_log, 1u << gg.bh_log, 1u << gg.bn_log};
+  const CUtensorMap xmap = make_map(xt.const_data_ptr<int>(), 4, xdims, xstrides, xbox, row_bytes);
+  const cuuint64_t wdims[2] = {cuuint64_t(gg.words), cuuint64_t(rows)};
+  const cuuint64_t wstrides[1] = {cuuint64_t(gg.words) * 4};
+  const cuuint32_t wbox[2] = {cuuint32_t(gg.kws), cuuint32_t(BN)};
+  const CUtensorMap wmap = make_map(wpp, 2, wdims, wstrides, wbox, row_bytes);
+
+  auto kernel = convt_wg_kernel<T, BN, MSUB, NS>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  kernel<<<static_cast<unsigned>(gg.total), kThreads, S::kSmemBytes, stream>>>(xmap, wmap, p, gg, b, y);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, WgTile tile, cudaStream_t stream) {
+  const T* xp = x.const_data_ptr<T>();
+  const T* wp = w.const_data_ptr<T>();
+  const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
+  T* yp = out.mutable_data_ptr<T>();
+  if (tile == WgTile::kAuto) {
+    tile = p.Cout_g > 64 ? WgTile::kBN128 : p.Cout_g > 32 ? WgTile::kBN64 : WgTile::kBN32;
+  }
+  const auto o = x.options();
+  switch (tile) {
+    case WgTile::kBN32: launch_shape<T, 32, 2, 3>(p, xp, wp, bp, yp, stream, o); break;
+    case WgTile::kBN64: launch_shape<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
+    case WgTile::kBN64Tall: launch_shape<T, 64, 2, 5>(p, xp, wp, bp, yp, stream, o); break;
+    case WgTile::kBN128Tall: launch_shape<T, 128, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
+    default: launch_shape<T, 128, 1, 3>(p, xp, wp, bp, yp, stream, o); break;
+  }
+}
+
+bool probe(int device) {
+  // Which cubin the driver loaded decides, not the device alone: a build
+  // without sm_90a (or a PTX JIT for a newer GPU) has no wgmma.
+  cudaDeviceProp prop;
+  C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  if (prop.major != 9 || prop.minor != 0) return false;
+  int* d = nullptr;
+  int h = 0;
+  C10_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+  wg_probe_kernel<<<1, 1>>>(d);
+  const cudaError_t launched = cudaGetLastError();
+  const cudaError_t copied = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+  C10_CUDA_CHECK(cudaFree(d));
+  C10_CUDA_CHECK(launched);
+  C10_CUDA_CHECK(copied);
+  return h == 1;
+}
+
+}  // namespace
+
+bool wg_available(int device) {
+  static std::mutex mu;
+  static std::vector<int> known;  // -1 unknown, 0 no, 1 yes
+  std::lock_guard<std::mutex> lock(mu);
+  if (device >= static_cast<int>(known.size())) known.resize(device + 1, -1);
+  if (known[device] < 0) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(device), &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return false;  // no synchronous probe inside a capture
+    known[device] = probe(device) ? 1 : 0;
+  }
+  return known[device] == 1;
+}
+
+bool wg_supports(const ConvTParams& p, at::ScalarType dtype) {
+  if (dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16) return false;
+  // 32-bit TMA coordinates and packed-weight rows, with room for padding.
+  const int64_t lim = (int64_t(1) << 31) - 1;
+  const int64_t words = p.Cin_g + 32, co = p.Cout_g + 128;
+  return p.groups * words * 4 < lim && p.Hin + p.KH * p.dh < lim && p.Win + p.KW * p.dw < lim &&
+         p.groups * p.KH * p.KW * co < lim && p.N * p.Hin * p.Win * p.groups * words < (int64_t(1) << 40);
+}
+
+void launch_wg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+               WgTile tile, cudaStream_t stream) {
+  switch (x.scalar_type()) {
+    case at::kFloat: launch_typed<float>(p, x, w, b, out, tile, stream); break;
+    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, tile, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, tile, stream); break;
+    default: TORCH_CHECK(false, "convt: the wgmma path takes float32 (as TF32), float16 and bfloat16");
+  }
+}
+
+}  // namespace convt

@@ -1,0 +1,116 @@
+// What both tensor-core kernels (mma.sync in convt_tc.cu, wgmma in convt_wg.cu)
+// share: 32-bit k-words of input channels, the packed-weight and channels-last
+// layouts and the kernels that write them. Included into each .cu's anonymous
+// namespace, so each keeps its own instantiations; the includer has already
+// included convt_params.h, cuda_fp16.h, cuda_bf16.h and <cstdint>.
+#pragma once
+
+template <typename T>
+struct Word;  // input channels per k-word and how to pack them
+template <>
+struct Word<float> {
+  static constexpr int kChannels = 1;
+};
+template <>
+struct Word<at::Half> {
+  static constexpr int kChannels = 2;
+};
+template <>
+struct Word<at::BFloat16> {
+  static constexpr int kChannels = 2;
+};
+
+__device__ __forceinline__ uint32_t tf32_round(float f) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+
+// Low half holds the even channel: the mma's k-order within a register.
+__device__ __forceinline__ uint32_t pack2(at::Half lo, at::Half hi) {
+  return static_cast<uint32_t>(__half_as_ushort(lo)) | (static_cast<uint32_t>(__half_as_ushort(hi)) << 16);
+}
+__device__ __forceinline__ uint32_t pack2(at::BFloat16 lo, at::BFloat16 hi) {
+  return static_cast<uint32_t>(lo.x) | (static_cast<uint32_t>(hi.x) << 16);
+}
+
+// One k-word of input channels ci, ci+1.. for a thread's pixel; `src` points at
+// channel ci. TF32 mode rounds here, once per staged element, not per fragment.
+template <typename T, bool kRound>
+__device__ __forceinline__ uint32_t load_word(const T* src, int64_t plane, bool ok0, bool ok1);
+template <>
+__device__ __forceinline__ uint32_t load_word<float, true>(const float* src, int64_t, bool ok0, bool) {
+  return ok0 ? tf32_round(__ldg(src)) : 0u;
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<float, false>(const float* src, int64_t, bool ok0, bool) {
+  return ok0 ? __float_as_uint(__ldg(src)) : 0u;
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<at::Half, false>(const at::Half* src, int64_t plane, bool ok0, bool ok1) {
+  const at::Half z(0.0f);
+  return pack2(ok0 ? src[0] : z, ok1 ? src[plane] : z);
+}
+template <>
+__device__ __forceinline__ uint32_t load_word<at::BFloat16, false>(const at::BFloat16* src, int64_t plane, bool ok0,
+                                                                   bool ok1) {
+  const at::BFloat16 z(0.0f);
+  return pack2(ok0 ? src[0] : z, ok1 ? src[plane] : z);
+}
+
+// Geometry of the packed operands and the block grid, fixed per call.
+struct TcGrid {
+  int words;      // k-words per tap and group, padded to whole k-steps (8) or wgmma stages (16, 32)
+  int co_pad;     // Cout/groups padded to a whole number of BN tiles
+  int px_words;   // k-words per input pixel in the channels-last copy: groups * words
+  int64_t co_tiles, phases_h, phases_w, pix_tiles, total;
+};
+
+// Weights [Cin, Cout/g, KH, KW] -> k-words [g][kh][kw][co_pad][word], zero-padded
+// so every stage's slice is in bounds and 16-byte aligned, k contiguous per
+// channel as ldmatrix wants the mma's B operand. Rounded to TF32 here for the
+// TF32 mode; 3xTF32 keeps full fp32 and splits at the fragment.
+template <typename T, bool kRound>
+__global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ w,
+                                    uint32_t* __restrict__ wp) {
+  constexpr int CPW = Word<T>::kChannels;
+  const int64_t total = p.groups * p.KH * p.KW * int64_t(tg.words) * tg.co_pad;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = i;
+    const int64_t word = r % tg.words; r /= tg.words;
+    const int64_t co = r % tg.co_pad; r /= tg.co_pad;
+    const int64_t kw = r % p.KW; r /= p.KW;
+    const int64_t kh = r % p.KH;
+    const int64_t g = r / p.KH;
+    const int64_t ci = word * CPW;
+    const bool okc = co < p.Cout_g;
+    const T* src = w + (((g * p.Cin_g + ci) * p.Cout_g + co) * p.KH + kh) * p.KW + kw;
+    const int64_t plane = p.Cout_g * p.KH * p.KW;
+    wp[i] = load_word<T, kRound>(src, plane, okc && ci < p.Cin_g, okc && ci + 1 < p.Cin_g);
+  }
+}
+
+// x [N, Cin, H, W] -> [N, H, W, groups, words * CPW], zero in the padded channels,
+// TF32-rounded in the TF32 mode: a tiled transpose, coalesced on both sides.
+template <typename T, bool kRound>
+__global__ void to_channels_last_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x,
+                                        T* __restrict__ xt) {
+  constexpr int CPW = Word<T>::kChannels;
+  __shared__ T tile[32][33];
+  const int64_t HW = p.Hin * p.Win, cg_pad = tg.words * CPW, c_tot = p.groups * cg_pad;
+  const int64_t n = blockIdx.z, c0 = int64_t(blockIdx.y) * 32, p0 = int64_t(blockIdx.x) * 32;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int cc = ty; cc < 32; cc += 8) {
+    const int64_t c = c0 + cc, g = c / cg_pad, ci = c % cg_pad, px = p0 + tx;
+    T v = T(0.0f);
+    if (c < c_tot && ci < p.Cin_g && px < HW) v = x[(n * p.Cin + g * p.Cin_g + ci) * HW + px];
+    if constexpr (kRound) v = __uint_as_float(tf32_round(v));
+    tile[cc][tx] = v;
+  }
+  __syncthreads();
+  for (int pp = ty; pp < 32; pp += 8) {
+    const int64_t px = p0 + pp, c = c0 + tx;
+    if (px < HW && c < c_tot) xt[(n * HW + px) * c_tot + c] = tile[tx][pp];
+  }
+}
+
