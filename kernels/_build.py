@@ -86,23 +86,28 @@ def cuda_archs() -> str:
     return DEFAULT_ARCHS
 
 
-def hopper_archs(archs: str) -> tuple[str, list[str]]:
-    """The arch list nvcc gets, and extra flags: Hopper (9.0) is built as sm_90a.
+def gencode_flags(archs: str) -> list[str]:
+    """nvcc's -gencode flags for a TORCH_CUDA_ARCH_LIST; Hopper (9.0) builds as sm_90a.
 
-    wgmma and its TMA feed exist only in the arch-specific sm_90a target; a plain
-    sm_90 cubin beside it could be the one the driver loads. PTX stays compute_90
-    (what `+PTX` promises: a JIT for newer GPUs, which compute_90a would not give).
+    wgmma and its TMA feed exist only in the arch-specific sm_90a target, and a
+    plain sm_90 cubin beside it could be the one the driver loads, so 9.0 gets
+    sm_90a alone. `+PTX` stays compute_90 PTX: a JIT for newer GPUs, which
+    compute_90a would not give. cpp_extension adds no arch flags of its own once
+    any -gencode is given, so every arch is spelled here.
     """
-    out, flags = [], []
+    flags = []
     for arch in archs.replace(" ", ";").split(";"):
+        if not arch:
+            continue
         base = arch.removesuffix("+PTX")
-        if base == "9.0":
-            out.append("9.0a")
-            if arch.endswith("+PTX"):
-                flags.append("-gencode=arch=compute_90,code=compute_90")
-        elif arch:
-            out.append(arch)
-    return ";".join(out), flags
+        num = base.replace(".", "")
+        if not (num.removesuffix("a").isdigit() and base.count(".") == 1):
+            raise KernelBuildError(f"TORCH_CUDA_ARCH_LIST entry {arch!r} is not an arch like 8.6 or 9.0+PTX")
+        cubin = "90a" if num == "90" else num
+        flags.append(f"-gencode=arch=compute_{cubin},code=sm_{cubin}")
+        if arch.endswith("+PTX"):
+            flags.append(f"-gencode=arch=compute_{num},code=compute_{num}")
+    return flags
 
 
 def _key(sources: tuple[str, ...], flags: list[str], extra: str) -> str:
@@ -180,9 +185,8 @@ def load_cuda(required: bool = False) -> None:
     home = cuda_home()
     cflags, cuda_flags = ["-O3"], ["-O3", "-lineinfo"]
     archs = cuda_archs()
-    nvcc_archs, ptx = hopper_archs(archs)
-    cuda_flags += ptx
-    key = f"archs={archs}|nvcc={nvcc_archs}"
+    cuda_flags += gencode_flags(archs)
+    key = f"archs={archs}"
     if os.environ.get("CONVT_BUILD_CUDA") == "0":
         reason = "CONVT_BUILD_CUDA=0"
     elif torch.version.cuda is None:
@@ -199,12 +203,9 @@ def load_cuda(required: bool = False) -> None:
         return
     if home is not None:
         os.environ["CUDA_HOME"] = home
+    os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     STATE.cuda_archs = archs
-    os.environ["TORCH_CUDA_ARCH_LIST"] = nvcc_archs  # what cpp_extension reads
-    try:
-        _load("cuda", CUDA_SOURCES, cflags, cuda_flags, [], key)
-    finally:
-        os.environ["TORCH_CUDA_ARCH_LIST"] = archs
+    _load("cuda", CUDA_SOURCES, cflags, cuda_flags, [], key)
     STATE.backends.append("cuda")
 
 
