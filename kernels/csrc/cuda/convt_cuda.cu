@@ -192,7 +192,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
-// wg64, wg64t, wg128, wg128t; unset or auto: the heuristic. A forced tensor-core
+// wg64, wg64t, wg128, wg128t (box kernels), wgh32t, wgh64, wgh64t, wgh128,
+// wgh128t (halo kernels); unset or auto: the heuristic. A forced tensor-core
 // path the problem or device cannot take falls back to the next one down
 // (wg -> tc -> ffma), as strict fp32 does from wg (wgmma has no 3xTF32 here).
 enum class Path { kFfma, kTc, kWg };
@@ -214,7 +215,9 @@ constexpr Forced kForced[] = {
     {"tc128", Path::kTc, TcTile::kBN128, WgTile::kAuto},     {"wg", Path::kWg, TcTile::kAuto, WgTile::kAuto},
     {"wg32", Path::kWg, TcTile::kAuto, WgTile::kBN32},       {"wg64", Path::kWg, TcTile::kAuto, WgTile::kBN64},
     {"wg64t", Path::kWg, TcTile::kAuto, WgTile::kBN64Tall},  {"wg128", Path::kWg, TcTile::kAuto, WgTile::kBN128},
-    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall},
+    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall}, {"wgh32t", Path::kWg, TcTile::kAuto, WgTile::kHalo32Tall},
+    {"wgh64", Path::kWg, TcTile::kAuto, WgTile::kHalo64},     {"wgh64t", Path::kWg, TcTile::kAuto, WgTile::kHalo64Tall},
+    {"wgh128", Path::kWg, TcTile::kAuto, WgTile::kHalo128},   {"wgh128t", Path::kWg, TcTile::kAuto, WgTile::kHalo128Tall},
 };
 
 Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int device) {
@@ -227,8 +230,8 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
       const Path path = f.path == Path::kWg && !wg_ok ? Path::kTc : f.path;
       return {path == Path::kTc && !tc_ok ? Path::kFfma : path, f.tc_tile, f.wg_tile};
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128 or "
-                "wg128t, not '", env, "'");
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+                "wg128t, wgh32t, wgh64, wgh64t, wgh128 or wgh128t, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
   // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where

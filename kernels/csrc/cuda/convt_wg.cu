@@ -71,69 +71,7 @@ struct WgGrid {
   int64_t total;
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.b32 %0, 1, 0, P;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
-                                            int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6];\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
-      : "memory");
-}
-
-// K-major operand in the swizzled layout TMA wrote: rows of `row_bytes` (128 or
-// 64), 8-row atoms `8 * row_bytes` apart; the leading offset is unused.
-__device__ __forceinline__ uint64_t smem_desc(const void* p, int row_bytes) {
-  const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * row_bytes) >> 4) << 32) |
-         (uint64_t(row_bytes == 128 ? 1 : 2) << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Keeps the compiler from moving accumulator reads or writes across the
-// asynchronous wgmma that owns the registers.
-template <int R>
-__device__ __forceinline__ void fence_regs(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+#include "wg_ptx.cuh"
 
 __global__ void wg_probe_kernel(int* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -381,6 +319,262 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// ---- The halo variant (v7) -------------------------------------------------
+// The box kernel above re-reads its A box from L2 once per tap: kb57 moved 28 GB
+// through L2 at ~4 TB/s, the L2 limit, for a 0.9x of cuDNN. Here a block loads
+// the input halo of its tile once per k-chunk (rows x columns x 128 bytes of
+// channels), and every tap's A operand is a window of it: an 8 x 8-pixel core
+// grid shifted by the tap's offset. That needs a layout whose windows start on
+// any pixel, which no swizzle gives: the halo is stored as 16-byte k-planes
+// [plane][row][column][16 B], read by wgmma as unswizzled K-major core
+// matrices (8 pixels x 16 B, contiguous). Tiles are 8 columns wide, 8 rows per
+// m64 slice. cp.async fills the halo (with zero-fill at the image edge); the
+// weights of each (chunk, tap) still come by TMA into swizzled slots.
+template <int BN, int MSUB, int NSB>
+struct HaloShape {
+  static constexpr int BH = 2 * MSUB * 8;  // image rows of a tile; 8 columns
+  static constexpr int B_BYTES = BN * 128;
+  static constexpr int kMinBlocks = BN * MSUB <= 128 ? 2 : 1;
+};
+
+struct HaloGrid {
+  int kws, words, co_pad, px_words;
+  int plane_px;      // pixels a k-plane of an A slot holds: the largest phase's halo, odd
+  int a_slot_bytes;
+  int w_tiles, h_tiles, co_tiles, phases_h, phases_w;
+  int64_t total;
+};
+
+template <typename T, int BN, int MSUB, int NSB>
+__global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks)
+    convt_wg_halo_kernel(const __grid_constant__ CUtensorMap wmap, const ConvTParams p, const HaloGrid hg,
+                         const uint32_t* __restrict__ xt, const T* __restrict__ bias, T* __restrict__ y) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = HaloShape<BN, MSUB, NSB>;
+  using Op = typename WgOp<T>::type;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* Bs = smem;  // NSB swizzled weight slots, 1024-byte aligned
+  uint8_t* As = smem + NSB * S::B_BYTES;
+  uint64_t* full_a = reinterpret_cast<uint64_t*>(As + 2 * hg.a_slot_bytes);
+  uint64_t* empty_a = full_a + 2;
+  uint64_t* full_b = empty_a + 2;
+  uint64_t* empty_b = full_b + NSB;
+
+  int64_t rest = blockIdx.x;
+  const int rw = static_cast<int>(rest % hg.phases_w); rest /= hg.phases_w;
+  const int rh = static_cast<int>(rest % hg.phases_h); rest /= hg.phases_h;
+  const int co_tile = static_cast<int>(rest % hg.co_tiles); rest /= hg.co_tiles;
+  const int wt = static_cast<int>(rest % hg.w_tiles); rest /= hg.w_tiles;
+  const int ht = static_cast<int>(rest % hg.h_tiles); rest /= hg.h_tiles;
+  const int n = static_cast<int>(rest % p.N);
+  const int g = static_cast<int>(rest / p.N);
+
+  const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
+  const int qw0 = wt * 8, qh0 = ht * S::BH;
+  if (qw0 >= Mw || qh0 >= Mh) return;
+
+  const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+  const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+  const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
+  const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+  const int taps = nth * ntw, chunks = hg.words / hg.kws;
+  const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
+  // This phase's halo: the tile grown by the span of its taps' offsets.
+  const int hw_ = 8 + (ntw > 0 ? ntw - 1 : 0) * dbw;
+  const int hh_ = S::BH + (nth > 0 ? nth - 1 : 0) * dbh;
+  const int row_org = qh0 + (nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0) - (nth > 0 ? nth - 1 : 0) * dbh;
+  const int col_org = qw0 + (ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0) - (ntw > 0 ? ntw - 1 : 0) * dbw;
+  const int plane_bytes = hg.plane_px * 16;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (tid == 0) {
+    for (int i = 0; i < 2; ++i) {
+      mbar_init(full_a + i, 32);
+      mbar_init(empty_a + i, kConsumerWarps);
+    }
+    for (int i = 0; i < NSB; ++i) {
+      mbar_init(full_b + i, 1);
+      mbar_init(empty_b + i, kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == kConsumerWarps) {  // the producer warp: every lane copies halo planes, lane 0 issues TMA
+    const int planes = hg.kws / 4, halo_px = hh_ * hw_, copies = planes * halo_px;
+    const int64_t img = int64_t(n) * p.Hin;
+    int sb = 0;
+    for (int c = 0; c < (taps > 0 ? chunks : 0); ++c) {
+      const int slot = c & 1;
+      if (c >= 2) mbar_wait(empty_a + slot, ((c >> 1) - 1) & 1);
+      uint8_t* a = As + slot * hg.a_slot_bytes;
+      const int word0 = g * hg.words + c * hg.kws;
+      for (int e = lane; e < copies; e += 32) {
+        const int plane = e % planes, px = e / planes;
+        const int r = px / hw_, col = px - r * hw_;
+        const int ih = row_org + r, iw = col_org + col;
+        const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(p.Hin) &&
+                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.Win);
+        const uint32_t* src = ok ? xt + ((img + ih) * p.Win + iw) * hg.px_words + word0 + plane * 4 : xt;
+        cp_async16(a + plane * plane_bytes + px * 16, src, ok);
+      }
+      cp_async_arrive(full_a + slot);
+      if (lane == 0) {
+        for (int t = 0; t < taps; ++t, ++sb) {
+          const int bslot = sb % NSB;
+          if (sb >= NSB) mbar_wait(empty_b + bslot, ((sb / NSB) - 1) & 1);
+          mbar_expect_tx(full_b + bslot, BN * hg.kws * 4);
+          const int kh = static_cast<int>(th.k0) + (t / ntw) * static_cast<int>(th.step);
+          const int kw = static_cast<int>(tw.k0) + (t % ntw) * static_cast<int>(tw.step);
+          tma_load_2d(Bs + bslot * S::B_BYTES, &wmap, full_b + bslot, c * hg.kws,
+                      ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * hg.co_pad + co_tile * BN);
+        }
+      }
+    }
+    return;
+  }
+
+  const int wgi = warp >> 2;
+  const int b_row_bytes = hg.kws * 4;
+  float acc[MSUB][BN / 2];
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+#pragma unroll
+    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
+    fence_regs(acc[j]);
+  }
+  int s = 0;
+  for (int c = 0; c < (taps > 0 ? chunks : 0); ++c) {  // a pure-fill phase only writes the bias
+    mbar_wait(full_a + (c & 1), (c >> 1) & 1);
+    const uint8_t* a_wg = As + (c & 1) * hg.a_slot_bytes + (wgi * MSUB * 8) * hw_ * 16;
+    for (int t = 0; t < taps; ++t, ++s) {
+      const int bslot = s % NSB;
+      mbar_wait(full_b + bslot, (s / NSB) & 1);
+      const int t_off = (((nth - 1 - t / ntw) * dbh) * hw_ + (ntw - 1 - t % ntw) * dbw) * 16;
+      const uint64_t db = smem_desc(Bs + bslot * S::B_BYTES, b_row_bytes);
+      wgmma_fence();
+      for (int k = 0; k < hg.kws / 8; ++k) {
+#pragma unroll
+        for (int j = 0; j < MSUB; ++j) {
+          const uint64_t da = smem_desc_plain(a_wg + j * 8 * hw_ * 16 + t_off + k * 2 * plane_bytes, plane_bytes, hw_ * 16);
+          wg::Wgmma<Op, BN>::run(acc[j], da, db + 2 * k, 1);
+        }
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (s > 0 && lane == 0) {
+        mbar_arrive(empty_b + (s - 1) % NSB);
+        if (t == 0) mbar_arrive(empty_a + ((c - 1) & 1));  // the previous chunk's last tap is done
+      }
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
+
+  const int64_t plane = p.Hout * p.Wout;
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = (wgi * MSUB + j) * 64 + (warp & 3) * 16 + half * 8 + (lane >> 2);
+      const int qw = qw0 + (r & 7), qh = qh0 + (r >> 3);
+      if (qw >= Mw || qh >= Mh) continue;
+      const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(qw) * p.sw;
+      T* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+#pragma unroll
+      for (int c = 0; c < BN / 8; ++c) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int co = co_tile * BN + c * 8 + 2 * (lane & 3) + e;
+          if (co < p.Cout_g) {
+            const float bv = bias != nullptr ? static_cast<float>(bias[int64_t(g) * p.Cout_g + co]) : 0.f;
+            yp[co * plane] = static_cast<T>(acc[j][c * 4 + half * 2 + e] + bv);
+          }
+        }
+      }
+    }
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+// The shared-memory bytes a halo launch needs, or 0 when its halo does not fit.
+template <int BN, int MSUB, int NSB>
+int halo_smem_bytes(const ConvTParams& p, HaloGrid& hg) {
+  using S = HaloShape<BN, MSUB, NSB>;
+  int max_px = 1;
+  for (int64_t rh = 0; rh < hg.phases_h; ++rh) {
+    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+    const int64_t nth = th.k0 < p.KH ? (p.KH - 1 - th.k0) / th.step + 1 : 0;
+    const int64_t hh = S::BH + std::max<int64_t>(nth - 1, 0) * (th.step * p.dh / p.sh);
+    for (int64_t rw = 0; rw < hg.phases_w; ++rw) {
+      const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+      const int64_t ntw = tw.k0 < p.KW ? (p.KW - 1 - tw.k0) / tw.step + 1 : 0;
+      const int64_t ww = 8 + std::max<int64_t>(ntw - 1, 0) * (tw.step * p.dw / p.sw);
+      if (hh * ww > 4096) return 0;
+      max_px = std::max<int>(max_px, static_cast<int>(hh * ww));
+    }
+  }
+  hg.plane_px = max_px | 1;  // odd: a warp's 16-byte copies to 8 planes land in 8 bank groups
+  hg.a_slot_bytes = (hg.kws / 4 * hg.plane_px * 16 + 127) / 128 * 128;
+  const int bytes = 1024 + NSB * S::B_BYTES + 2 * hg.a_slot_bytes + (4 + 2 * NSB) * 8;
+  return bytes <= 227 * 1024 ? bytes : 0;
+}
+
+// Returns false (having launched nothing) when the halo does not fit in shared memory.
+template <typename T, int BN, int MSUB, int NSB>
+bool launch_halo(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
+                 const at::TensorOptions& opts) {
+  using S = HaloShape<BN, MSUB, NSB>;
+  constexpr int CPW = Word<T>::kChannels;
+  constexpr bool kRound = std::is_same<T, float>::value;
+  const int64_t raw_words = (p.Cin_g + CPW - 1) / CPW;
+  HaloGrid hg;
+  hg.kws = raw_words <= 16 ? 16 : 32;
+  hg.words = static_cast<int>((raw_words + hg.kws - 1) / hg.kws * hg.kws);
+  hg.co_tiles = static_cast<int>((p.Cout_g + BN - 1) / BN);
+  hg.co_pad = hg.co_tiles * BN;
+  hg.px_words = static_cast<int>(p.groups * hg.words);
+  hg.phases_h = static_cast<int>(std::min(p.sh, p.Hout));
+  hg.phases_w = static_cast<int>(std::min(p.sw, p.Wout));
+  const int smem = halo_smem_bytes<BN, MSUB, NSB>(p, hg);
+  if (smem == 0) return false;
+  const int64_t Mh = phase_extent(0, p.sh, p.Hout), Mw = phase_extent(0, p.sw, p.Wout);
+  hg.w_tiles = static_cast<int>((Mw + 7) / 8);
+  hg.h_tiles = static_cast<int>((Mh + S::BH - 1) / S::BH);
+  hg.total = p.groups * p.N * int64_t(hg.co_tiles) * hg.phases_h * hg.phases_w * hg.w_tiles * hg.h_tiles;
+  TORCH_CHECK(hg.total < (int64_t(1) << 31), "convt: too many output tiles for one launch");
+
+  TcGrid tg;
+  tg.words = hg.words;
+  tg.co_pad = hg.co_pad;
+  tg.px_words = hg.px_words;
+  const int64_t rows = p.groups * p.KH * p.KW * hg.co_pad;
+  at::Tensor wp = at::empty({rows * hg.words}, opts.dtype(at::kInt));
+  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
+  const int pack_blocks = static_cast<int>(std::min<int64_t>((rows * hg.words + 255) / 256, 4096));
+  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t HW = p.Hin * p.Win, c_tot = int64_t(hg.px_words) * CPW;
+  at::Tensor xt = at::empty({p.N * HW * hg.px_words}, opts.dtype(at::kInt));
+  const dim3 tgrid(static_cast<unsigned>((HW + 31) / 32), static_cast<unsigned>((c_tot + 31) / 32),
+                   static_cast<unsigned>(p.N));
+  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
+  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  const cuuint64_t wdims[2] = {cuuint64_t(hg.words), cuuint64_t(rows)};
+  const cuuint64_t wstrides[1] = {cuuint64_t(hg.words) * 4};
+  const cuuint32_t wbox[2] = {cuuint32_t(hg.kws), cuuint32_t(BN)};
+  const CUtensorMap wmap = make_map(wpp, 2, wdims, wstrides, wbox, hg.kws * 4);
+  auto kernel = convt_wg_halo_kernel<T, BN, MSUB, NSB>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel<<<static_cast<unsigned>(hg.total), kThreads, smem, stream>>>(
+      wmap, p, hg, reinterpret_cast<const uint32_t*>(xt.const_data_ptr<int>()), b, y);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, WgTile tile, cudaStream_t stream) {
@@ -397,7 +591,19 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
     case WgTile::kBN64: launch_shape<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
     case WgTile::kBN64Tall: launch_shape<T, 64, 2, 5>(p, xp, wp, bp, yp, stream, o); break;
     case WgTile::kBN128Tall: launch_shape<T, 128, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
-    default: launch_shape<T, 128, 1, 3>(p, xp, wp, bp, yp, stream, o); break;
+    case WgTile::kBN128: launch_shape<T, 128, 1, 3>(p, xp, wp, bp, yp, stream, o); break;
+    default: {
+      // The halo kernels; a halo too big for shared memory takes the box kernel.
+      bool done = false;
+      switch (tile) {
+        case WgTile::kHalo32Tall: done = launch_halo<T, 32, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
+        case WgTile::kHalo64: done = launch_halo<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
+        case WgTile::kHalo64Tall: done = launch_halo<T, 64, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
+        case WgTile::kHalo128: done = launch_halo<T, 128, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
+        default: done = launch_halo<T, 128, 2, 3>(p, xp, wp, bp, yp, stream, o); break;
+      }
+      if (!done) launch_shape<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o);
+    }
   }
 }
 
