@@ -236,14 +236,17 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }
 
 // A tiled map of 32-bit words; dims and box innermost first, strides in bytes
-// for dims 1.. .
+// for dims 1.. . Rows of 128 or 64 bytes are swizzled to match wgmma's
+// descriptors; row_bytes 0 asks for no swizzle.
 CUtensorMap make_map(const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
                      const cuuint32_t* box, int row_bytes) {
   CUtensorMap map;
   const cuuint32_t ones[4] = {1, 1, 1, 1};
   const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, const_cast<void*>(base), dims, strides,
                                  box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                                 row_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                   : CU_TENSOR_MAP_SWIZZLE_NONE,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r));
   return map;
@@ -328,8 +331,12 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
 // any pixel, which no swizzle gives: the halo is stored as 16-byte k-planes
 // [plane][row][column][16 B], read by wgmma as unswizzled K-major core
 // matrices (8 pixels x 16 B, contiguous). Tiles are 8 columns wide, 8 rows per
-// m64 slice. cp.async fills the halo (with zero-fill at the image edge); the
-// weights of each (chunk, tap) still come by TMA into swizzled slots.
+// m64 slice. One TMA box fills the halo: the channels-last input seen as a 5-d
+// tensor (16-byte word quads, columns, rows, quad index, images), the quad
+// index strided 16 bytes, so the box lands plane by plane, zero past the image
+// edge. (v7a filled it with one warp of cp.async and was slower than the box
+// kernel: the copy loop's address arithmetic outran the tensor cores.) The
+// weights of each (chunk, tap) come by TMA into swizzled slots.
 template <int BN, int MSUB, int NSB>
 struct HaloShape {
   static constexpr int BH = 2 * MSUB * 8;  // image rows of a tile; 8 columns
@@ -339,7 +346,7 @@ struct HaloShape {
 
 struct HaloGrid {
   int kws, words, co_pad, px_words;
-  int plane_px;      // pixels a k-plane of an A slot holds: the largest phase's halo, odd
+  int halo_h, halo_w;  // the halo box: the largest phase's (other phases load a few spare pixels)
   int a_slot_bytes;
   int w_tiles, h_tiles, co_tiles, phases_h, phases_w;
   int64_t total;
@@ -347,8 +354,8 @@ struct HaloGrid {
 
 template <typename T, int BN, int MSUB, int NSB>
 __global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks)
-    convt_wg_halo_kernel(const __grid_constant__ CUtensorMap wmap, const ConvTParams p, const HaloGrid hg,
-                         const uint32_t* __restrict__ xt, const T* __restrict__ bias, T* __restrict__ y) {
+    convt_wg_halo_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+                         const ConvTParams p, const HaloGrid hg, const T* __restrict__ bias, T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = HaloShape<BN, MSUB, NSB>;
   using Op = typename WgOp<T>::type;
@@ -380,17 +387,15 @@ __global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks
   const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
   const int taps = nth * ntw, chunks = hg.words / hg.kws;
   const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
-  // This phase's halo: the tile grown by the span of its taps' offsets.
-  const int hw_ = 8 + (ntw > 0 ? ntw - 1 : 0) * dbw;
-  const int hh_ = S::BH + (nth > 0 ? nth - 1 : 0) * dbh;
+  const int hw_ = hg.halo_w;  // row pitch of the halo in pixels
   const int row_org = qh0 + (nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0) - (nth > 0 ? nth - 1 : 0) * dbh;
   const int col_org = qw0 + (ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0) - (ntw > 0 ? ntw - 1 : 0) * dbw;
-  const int plane_bytes = hg.plane_px * 16;
+  const int plane_bytes = hg.halo_h * hg.halo_w * 16;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0) {
     for (int i = 0; i < 2; ++i) {
-      mbar_init(full_a + i, 32);
+      mbar_init(full_a + i, 1);
       mbar_init(empty_a + i, kConsumerWarps);
     }
     for (int i = 0; i < NSB; ++i) {
@@ -400,35 +405,22 @@ __global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (warp == kConsumerWarps) {  // the producer warp: every lane copies halo planes, lane 0 issues TMA
-    const int planes = hg.kws / 4, halo_px = hh_ * hw_, copies = planes * halo_px;
-    const int64_t img = int64_t(n) * p.Hin;
+  if (warp == kConsumerWarps) {  // the producer: one thread issues every TMA load
+    if (lane != 0) return;
     int sb = 0;
     for (int c = 0; c < (taps > 0 ? chunks : 0); ++c) {
       const int slot = c & 1;
       if (c >= 2) mbar_wait(empty_a + slot, ((c >> 1) - 1) & 1);
-      uint8_t* a = As + slot * hg.a_slot_bytes;
-      const int word0 = g * hg.words + c * hg.kws;
-      for (int e = lane; e < copies; e += 32) {
-        const int plane = e % planes, px = e / planes;
-        const int r = px / hw_, col = px - r * hw_;
-        const int ih = row_org + r, iw = col_org + col;
-        const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(p.Hin) &&
-                        static_cast<unsigned>(iw) < static_cast<unsigned>(p.Win);
-        const uint32_t* src = ok ? xt + ((img + ih) * p.Win + iw) * hg.px_words + word0 + plane * 4 : xt;
-        cp_async16(a + plane * plane_bytes + px * 16, src, ok);
-      }
-      cp_async_arrive(full_a + slot);
-      if (lane == 0) {
-        for (int t = 0; t < taps; ++t, ++sb) {
-          const int bslot = sb % NSB;
-          if (sb >= NSB) mbar_wait(empty_b + bslot, ((sb / NSB) - 1) & 1);
-          mbar_expect_tx(full_b + bslot, BN * hg.kws * 4);
-          const int kh = static_cast<int>(th.k0) + (t / ntw) * static_cast<int>(th.step);
-          const int kw = static_cast<int>(tw.k0) + (t % ntw) * static_cast<int>(tw.step);
-          tma_load_2d(Bs + bslot * S::B_BYTES, &wmap, full_b + bslot, c * hg.kws,
-                      ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * hg.co_pad + co_tile * BN);
-        }
+      mbar_expect_tx(full_a + slot, hg.kws / 4 * plane_bytes);
+      tma_load_5d(As + slot * hg.a_slot_bytes, &xmap, full_a + slot, 0, col_org, row_org, (g * hg.words + c * hg.kws) / 4, n);
+      for (int t = 0; t < taps; ++t, ++sb) {
+        const int bslot = sb % NSB;
+        if (sb >= NSB) mbar_wait(empty_b + bslot, ((sb / NSB) - 1) & 1);
+        mbar_expect_tx(full_b + bslot, BN * hg.kws * 4);
+        const int kh = static_cast<int>(th.k0) + (t / ntw) * static_cast<int>(th.step);
+        const int kw = static_cast<int>(tw.k0) + (t % ntw) * static_cast<int>(tw.step);
+        tma_load_2d(Bs + bslot * S::B_BYTES, &wmap, full_b + bslot, c * hg.kws,
+                    ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * hg.co_pad + co_tile * BN);
       }
     }
     return;
@@ -498,27 +490,28 @@ __global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-// The shared-memory bytes a halo launch needs, or 0 when its halo does not fit.
+// Sizes the halo box (the largest phase's) and returns the shared-memory bytes
+// a halo launch needs, or 0 when it does not fit.
 template <int BN, int MSUB, int NSB>
 int halo_smem_bytes(const ConvTParams& p, HaloGrid& hg) {
   using S = HaloShape<BN, MSUB, NSB>;
-  int max_px = 1;
+  int64_t hh = S::BH, ww = 8;
   for (int64_t rh = 0; rh < hg.phases_h; ++rh) {
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const int64_t nth = th.k0 < p.KH ? (p.KH - 1 - th.k0) / th.step + 1 : 0;
-    const int64_t hh = S::BH + std::max<int64_t>(nth - 1, 0) * (th.step * p.dh / p.sh);
-    for (int64_t rw = 0; rw < hg.phases_w; ++rw) {
-      const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-      const int64_t ntw = tw.k0 < p.KW ? (p.KW - 1 - tw.k0) / tw.step + 1 : 0;
-      const int64_t ww = 8 + std::max<int64_t>(ntw - 1, 0) * (tw.step * p.dw / p.sw);
-      if (hh * ww > 4096) return 0;
-      max_px = std::max<int>(max_px, static_cast<int>(hh * ww));
-    }
+    hh = std::max(hh, S::BH + std::max<int64_t>(nth - 1, 0) * (th.step * p.dh / p.sh));
   }
-  hg.plane_px = max_px | 1;  // odd: a warp's 16-byte copies to 8 planes land in 8 bank groups
-  hg.a_slot_bytes = (hg.kws / 4 * hg.plane_px * 16 + 127) / 128 * 128;
-  const int bytes = 1024 + NSB * S::B_BYTES + 2 * hg.a_slot_bytes + (4 + 2 * NSB) * 8;
-  return bytes <= 227 * 1024 ? bytes : 0;
+  for (int64_t rw = 0; rw < hg.phases_w; ++rw) {
+    const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+    const int64_t ntw = tw.k0 < p.KW ? (p.KW - 1 - tw.k0) / tw.step + 1 : 0;
+    ww = std::max(ww, 8 + std::max<int64_t>(ntw - 1, 0) * (tw.step * p.dw / p.sw));
+  }
+  if (hh > 256 || ww > 256) return 0;  // a TMA box dimension
+  hg.halo_h = static_cast<int>(hh);
+  hg.halo_w = static_cast<int>(ww);
+  hg.a_slot_bytes = static_cast<int>((hg.kws / 4 * hh * ww * 16 + 127) / 128 * 128);
+  const int64_t bytes = 1024 + NSB * S::B_BYTES + 2 * int64_t(hg.a_slot_bytes) + (4 + 2 * NSB) * 8;
+  return bytes <= 227 * 1024 ? static_cast<int>(bytes) : 0;
 }
 
 // Returns false (having launched nothing) when the halo does not fit in shared memory.
@@ -567,10 +560,16 @@ bool launch_halo(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   const cuuint64_t wstrides[1] = {cuuint64_t(hg.words) * 4};
   const cuuint32_t wbox[2] = {cuuint32_t(hg.kws), cuuint32_t(BN)};
   const CUtensorMap wmap = make_map(wpp, 2, wdims, wstrides, wbox, hg.kws * 4);
+  // The input as (word quad, column, row, quad index, image): quads 16 bytes apart
+  // in dimension 3, so a box comes out plane-major: [quad][row][column][16 B].
+  const int64_t pitch = int64_t(hg.px_words) * 4;
+  const cuuint64_t xdims[5] = {4, cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(hg.px_words / 4), cuuint64_t(p.N)};
+  const cuuint64_t xstrides[4] = {cuuint64_t(pitch), cuuint64_t(p.Win * pitch), 16, cuuint64_t(HW * pitch)};
+  const cuuint32_t xbox[5] = {4, cuuint32_t(hg.halo_w), cuuint32_t(hg.halo_h), cuuint32_t(hg.kws / 4), 1};
+  const CUtensorMap xmap = make_map(xt.const_data_ptr<int>(), 5, xdims, xstrides, xbox, 0);
   auto kernel = convt_wg_halo_kernel<T, BN, MSUB, NSB>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<static_cast<unsigned>(hg.total), kThreads, smem, stream>>>(
-      wmap, p, hg, reinterpret_cast<const uint32_t*>(xt.const_data_ptr<int>()), b, y);
+  kernel<<<static_cast<unsigned>(hg.total), kThreads, smem, stream>>>(xmap, wmap, p, hg, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
