@@ -239,7 +239,16 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma, TcTile::kAuto, WgTile::kAuto};
-  return {wg_ok && p.Cin_g >= 16 ? Path::kWg : Path::kTc, TcTile::kAuto, WgTile::kAuto};
+  // wgmma where a k-chunk is full (32 channels or more) and the tile is at least 64
+  // channels wide, or 32 wide in TF32: below that, or with fewer input channels,
+  // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6). The box
+  // kernel beat the halo kernel everywhere but 32-channel TF32 problems, by a few %.
+  if (wg_ok && p.Cin_g >= 32) {
+    if (p.Cout_g > 64) return {Path::kWg, TcTile::kAuto, WgTile::kBN128Tall};
+    if (p.Cout_g > 32) return {Path::kWg, TcTile::kAuto, WgTile::kBN64};
+    if (dtype == at::kFloat) return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
+  }
+  return {Path::kTc, TcTile::kAuto, WgTile::kAuto};
 }
 
 void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {

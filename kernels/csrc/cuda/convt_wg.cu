@@ -299,7 +299,7 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
 
   const int64_t HW = p.Hin * p.Win, c_tot = int64_t(tg.px_words) * CPW;
   at::Tensor xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
-  const dim3 tgrid(static_cast<unsigned>((HW + 31) / 32), static_cast<unsigned>((c_tot + 31) / 32),
+  const dim3 tgrid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels), static_cast<unsigned>((c_tot + 31) / 32),
                    static_cast<unsigned>(p.N));
   TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
   to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
@@ -550,7 +550,7 @@ bool launch_halo(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const int64_t HW = p.Hin * p.Win, c_tot = int64_t(hg.px_words) * CPW;
   at::Tensor xt = at::empty({p.N * HW * hg.px_words}, opts.dtype(at::kInt));
-  const dim3 tgrid(static_cast<unsigned>((HW + 31) / 32), static_cast<unsigned>((c_tot + 31) / 32),
+  const dim3 tgrid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels), static_cast<unsigned>((c_tot + 31) / 32),
                    static_cast<unsigned>(p.N));
   TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
   to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));

@@ -92,25 +92,45 @@ __global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const 
 
 // x [N, Cin, H, W] -> [N, H, W, groups, words * CPW], zero in the padded channels,
 // TF32-rounded in the TF32 mode: a tiled transpose, coalesced on both sides.
+// Pixels a block of the transpose covers: four 32-pixel tiles, so each thread's
+// channel arithmetic (a division) is paid once per 4 tiles.
+constexpr int kTransposePixels = 128;
+
 template <typename T, bool kRound>
 __global__ void to_channels_last_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x,
                                         T* __restrict__ xt) {
   constexpr int CPW = Word<T>::kChannels;
   __shared__ T tile[32][33];
-  const int64_t HW = p.Hin * p.Win, cg_pad = tg.words * CPW, c_tot = p.groups * cg_pad;
-  const int64_t n = blockIdx.z, c0 = int64_t(blockIdx.y) * 32, p0 = int64_t(blockIdx.x) * 32;
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int cc = ty; cc < 32; cc += 8) {
-    const int64_t c = c0 + cc, g = c / cg_pad, ci = c % cg_pad, px = p0 + tx;
-    T v = T(0.0f);
-    if (c < c_tot && ci < p.Cin_g && px < HW) v = x[(n * p.Cin + g * p.Cin_g + ci) * HW + px];
-    if constexpr (kRound) v = __uint_as_float(tf32_round(v));
-    tile[cc][tx] = v;
+  // Channel counts fit 32 bits (the launchers check); int64 division per element
+  // made this copy ALU-bound (v7 notes).
+  const int cg_pad = tg.words * CPW, c_tot = static_cast<int>(p.groups) * cg_pad;
+  const int64_t HW = p.Hin * p.Win, n = blockIdx.z;
+  const int c0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
+  const T* src[4];
+  bool okc[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int c = c0 + ty + 8 * k, g = c / cg_pad, ci = c - g * cg_pad;
+    okc[k] = c < c_tot && ci < p.Cin_g;
+    src[k] = x + (n * p.Cin + int64_t(g) * p.Cin_g + ci) * HW;
   }
-  __syncthreads();
-  for (int pp = ty; pp < 32; pp += 8) {
-    const int64_t px = p0 + pp, c = c0 + tx;
-    if (px < HW && c < c_tot) xt[(n * HW + px) * c_tot + c] = tile[tx][pp];
+  const int64_t p_next = (int64_t(blockIdx.x) + 1) * kTransposePixels, p_end = p_next < HW ? p_next : HW;
+  for (int64_t p0 = int64_t(blockIdx.x) * kTransposePixels; p0 < p_end; p0 += 32) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t px = p0 + tx;
+      T v = T(0.0f);
+      if (okc[k] && px < HW) v = src[k][px];
+      if constexpr (kRound) v = __uint_as_float(tf32_round(v));
+      tile[ty + 8 * k][tx] = v;
+    }
+    __syncthreads();
+    const int c = c0 + tx;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t px = p0 + ty + 8 * k;
+      if (px < HW && c < c_tot) xt[(n * HW + px) * c_tot + c] = tile[tx][ty + 8 * k];
+    }
+    __syncthreads();
   }
 }
-
