@@ -25,9 +25,6 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "wg64", True),       # TF32, 128 B rows
     (3, 40, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "wg128t", True),     # fp16, 2 co tiles
     (2, 6, 40, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "wg32", True),        # bf16, 64 B rows, fill
-    (2, 70, 40, (3, 5), (19, 21), 1, 1, 0, 1, 1, torch.float32, "wgh64", True),     # halo: 3 k-chunks
-    (2, 36, 130, (4, 4), (9, 11), 2, 1, 1, 1, 1, torch.float16, "wgh128t", True),   # halo: phases, 2 co tiles
-    (1, 8, 24, (3, 3), (5, 9), 5, 1, 4, 2, 1, torch.bfloat16, "wgh32t", True),      # halo: pure fill
 ]
 
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:

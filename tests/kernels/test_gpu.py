@@ -30,8 +30,8 @@ DTYPES = list(TOL)
 TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32": torch.float32,
                "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Every CUDA path, forced: the FFMA kernel, the mma.sync kernel's three tiles and
-# the wgmma kernels' ten (Hopper: five box tiles, five halo tiles).
-WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t", "wgh32t", "wgh64", "wgh64t", "wgh128", "wgh128t"]
+# the wgmma kernel's five (Hopper).
+WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 ALGOS = ["ffma", "tc32", "tc64", "tc128", *WG_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
@@ -102,7 +102,7 @@ def test_wide_channels_and_large_images_cuda(seed, precision, algo):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh64", "wgh128t"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""

@@ -192,8 +192,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
-// wg64, wg64t, wg128, wg128t (box kernels), wgh32t, wgh64, wgh64t, wgh128,
-// wgh128t (halo kernels); unset or auto: the heuristic. A forced tensor-core
+// wg64, wg64t, wg128, wg128t; unset or auto: the heuristic. A forced tensor-core
 // path the problem or device cannot take falls back to the next one down
 // (wg -> tc -> ffma), as strict fp32 does from wg (wgmma has no 3xTF32 here).
 enum class Path { kFfma, kTc, kWg };
@@ -215,9 +214,7 @@ constexpr Forced kForced[] = {
     {"tc128", Path::kTc, TcTile::kBN128, WgTile::kAuto},     {"wg", Path::kWg, TcTile::kAuto, WgTile::kAuto},
     {"wg32", Path::kWg, TcTile::kAuto, WgTile::kBN32},       {"wg64", Path::kWg, TcTile::kAuto, WgTile::kBN64},
     {"wg64t", Path::kWg, TcTile::kAuto, WgTile::kBN64Tall},  {"wg128", Path::kWg, TcTile::kAuto, WgTile::kBN128},
-    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall}, {"wgh32t", Path::kWg, TcTile::kAuto, WgTile::kHalo32Tall},
-    {"wgh64", Path::kWg, TcTile::kAuto, WgTile::kHalo64},     {"wgh64t", Path::kWg, TcTile::kAuto, WgTile::kHalo64Tall},
-    {"wgh128", Path::kWg, TcTile::kAuto, WgTile::kHalo128},   {"wgh128t", Path::kWg, TcTile::kAuto, WgTile::kHalo128Tall},
+    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall},
 };
 
 Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int device) {
@@ -230,8 +227,8 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
       const Path path = f.path == Path::kWg && !wg_ok ? Path::kTc : f.path;
       return {path == Path::kTc && !tc_ok ? Path::kFfma : path, f.tc_tile, f.wg_tile};
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
-                "wg128t, wgh32t, wgh64, wgh64t, wgh128 or wgh128t, not '", env, "'");
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128 or "
+                "wg128t, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
   // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where
@@ -241,8 +238,7 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma, TcTile::kAuto, WgTile::kAuto};
   // wgmma where a k-chunk is full (32 channels or more) and the tile is at least 64
   // channels wide, or 32 wide in TF32: below that, or with fewer input channels,
-  // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6). The box
-  // kernel beat the halo kernel everywhere but 32-channel TF32 problems, by a few %.
+  // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6).
   if (wg_ok && p.Cin_g >= 32) {
     if (p.Cout_g > 64) return {Path::kWg, TcTile::kAuto, WgTile::kBN128Tall};
     if (p.Cout_g > 32) return {Path::kWg, TcTile::kAuto, WgTile::kBN64};

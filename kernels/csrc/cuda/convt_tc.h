@@ -28,13 +28,8 @@ void launch_tc(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
 bool wg_available(int device);
 bool wg_supports(const ConvTParams& p, at::ScalarType dtype);
 
-// Box kernels: BN channels x 128 pixels a block, or x 256 (Tall). Halo kernels:
-// BN channels x 8 columns x 16 rows (32 Tall), one input halo per k-chunk shared
-// by every tap. The tests force each one.
-enum class WgTile {
-  kAuto = 0, kBN32, kBN64, kBN64Tall, kBN128, kBN128Tall,
-  kHalo32Tall, kHalo64, kHalo64Tall, kHalo128, kHalo128Tall
-};
+// BN channels x 128 pixels a block, or x 256 (Tall); the tests force each one.
+enum class WgTile { kAuto = 0, kBN32, kBN64, kBN64Tall, kBN128, kBN128Tall };
 
 void launch_wg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                WgTile tile, cudaStream_t stream);

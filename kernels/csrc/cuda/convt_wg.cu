@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "wgmma_ops.h"
@@ -237,18 +238,23 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 
 // A tiled map of 32-bit words; dims and box innermost first, strides in bytes
 // for dims 1.. . Rows of 128 or 64 bytes are swizzled to match wgmma's
-// descriptors; row_bytes 0 asks for no swizzle.
+// descriptors.
 CUtensorMap make_map(const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
                      const cuuint32_t* box, int row_bytes) {
   CUtensorMap map;
   const cuuint32_t ones[4] = {1, 1, 1, 1};
   const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, const_cast<void*>(base), dims, strides,
                                  box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 row_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
-                                 : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                   : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                 row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  TORCH_CHECK(r == CUDA_SUCCESS, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r));
+  if (r != CUDA_SUCCESS) {
+    std::string shape;
+    for (int i = 0; i < rank; ++i) {
+      shape += " dim" + std::to_string(i) + "=" + std::to_string(dims[i]) + " box=" + std::to_string(box[i]) +
+               (i > 0 ? " stride=" + std::to_string(strides[i - 1]) : "");
+    }
+    TORCH_CHECK(false, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), ":", shape);
+  }
   return map;
 }
 
@@ -322,258 +328,6 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// ---- The halo variant (v7) -------------------------------------------------
-// The box kernel above re-reads its A box from L2 once per tap: kb57 moved 28 GB
-// through L2 at ~4 TB/s, the L2 limit, for a 0.9x of cuDNN. Here a block loads
-// the input halo of its tile once per k-chunk (rows x columns x 128 bytes of
-// channels), and every tap's A operand is a window of it: an 8 x 8-pixel core
-// grid shifted by the tap's offset. That needs a layout whose windows start on
-// any pixel, which no swizzle gives: the halo is stored as 16-byte k-planes
-// [plane][row][column][16 B], read by wgmma as unswizzled K-major core
-// matrices (8 pixels x 16 B, contiguous). Tiles are 8 columns wide, 8 rows per
-// m64 slice. One TMA box fills the halo: the channels-last input seen as a 5-d
-// tensor (16-byte word quads, columns, rows, quad index, images), the quad
-// index strided 16 bytes, so the box lands plane by plane, zero past the image
-// edge. (v7a filled it with one warp of cp.async and was slower than the box
-// kernel: the copy loop's address arithmetic outran the tensor cores.) The
-// weights of each (chunk, tap) come by TMA into swizzled slots.
-template <int BN, int MSUB, int NSB>
-struct HaloShape {
-  static constexpr int BH = 2 * MSUB * 8;  // image rows of a tile; 8 columns
-  static constexpr int B_BYTES = BN * 128;
-  static constexpr int kMinBlocks = BN * MSUB <= 128 ? 2 : 1;
-};
-
-struct HaloGrid {
-  int kws, words, co_pad, px_words;
-  int halo_h, halo_w;  // the halo box: the largest phase's (other phases load a few spare pixels)
-  int a_slot_bytes;
-  int w_tiles, h_tiles, co_tiles, phases_h, phases_w;
-  int64_t total;
-};
-
-template <typename T, int BN, int MSUB, int NSB>
-__global__ void __launch_bounds__(kThreads, HaloShape<BN, MSUB, NSB>::kMinBlocks)
-    convt_wg_halo_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
-                         const ConvTParams p, const HaloGrid hg, const T* __restrict__ bias, T* __restrict__ y) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using S = HaloShape<BN, MSUB, NSB>;
-  using Op = typename WgOp<T>::type;
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* Bs = smem;  // NSB swizzled weight slots, 1024-byte aligned
-  uint8_t* As = smem + NSB * S::B_BYTES;
-  uint64_t* full_a = reinterpret_cast<uint64_t*>(As + 2 * hg.a_slot_bytes);
-  uint64_t* empty_a = full_a + 2;
-  uint64_t* full_b = empty_a + 2;
-  uint64_t* empty_b = full_b + NSB;
-
-  int64_t rest = blockIdx.x;
-  const int rw = static_cast<int>(rest % hg.phases_w); rest /= hg.phases_w;
-  const int rh = static_cast<int>(rest % hg.phases_h); rest /= hg.phases_h;
-  const int co_tile = static_cast<int>(rest % hg.co_tiles); rest /= hg.co_tiles;
-  const int wt = static_cast<int>(rest % hg.w_tiles); rest /= hg.w_tiles;
-  const int ht = static_cast<int>(rest % hg.h_tiles); rest /= hg.h_tiles;
-  const int n = static_cast<int>(rest % p.N);
-  const int g = static_cast<int>(rest / p.N);
-
-  const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
-  const int qw0 = wt * 8, qh0 = ht * S::BH;
-  if (qw0 >= Mw || qh0 >= Mh) return;
-
-  const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
-  const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-  const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
-  const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
-  const int taps = nth * ntw, chunks = hg.words / hg.kws;
-  const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
-  const int hw_ = hg.halo_w;  // row pitch of the halo in pixels
-  const int row_org = qh0 + (nth ? static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) : 0) - (nth > 0 ? nth - 1 : 0) * dbh;
-  const int col_org = qw0 + (ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0) - (ntw > 0 ? ntw - 1 : 0) * dbw;
-  const int plane_bytes = hg.halo_h * hg.halo_w * 16;
-
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  if (tid == 0) {
-    for (int i = 0; i < 2; ++i) {
-      mbar_init(full_a + i, 1);
-      mbar_init(empty_a + i, kConsumerWarps);
-    }
-    for (int i = 0; i < NSB; ++i) {
-      mbar_init(full_b + i, 1);
-      mbar_init(empty_b + i, kConsumerWarps);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  if (warp == kConsumerWarps) {  // the producer: one thread issues every TMA load
-    if (lane != 0) return;
-    int sb = 0;
-    for (int c = 0; c < (taps > 0 ? chunks : 0); ++c) {
-      const int slot = c & 1;
-      if (c >= 2) mbar_wait(empty_a + slot, ((c >> 1) - 1) & 1);
-      mbar_expect_tx(full_a + slot, hg.kws / 4 * plane_bytes);
-      tma_load_5d(As + slot * hg.a_slot_bytes, &xmap, full_a + slot, 0, col_org, row_org, (g * hg.words + c * hg.kws) / 4, n);
-      for (int t = 0; t < taps; ++t, ++sb) {
-        const int bslot = sb % NSB;
-        if (sb >= NSB) mbar_wait(empty_b + bslot, ((sb / NSB) - 1) & 1);
-        mbar_expect_tx(full_b + bslot, BN * hg.kws * 4);
-        const int kh = static_cast<int>(th.k0) + (t / ntw) * static_cast<int>(th.step);
-        const int kw = static_cast<int>(tw.k0) + (t % ntw) * static_cast<int>(tw.step);
-        tma_load_2d(Bs + bslot * S::B_BYTES, &wmap, full_b + bslot, c * hg.kws,
-                    ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * hg.co_pad + co_tile * BN);
-      }
-    }
-    return;
-  }
-
-  const int wgi = warp >> 2;
-  const int b_row_bytes = hg.kws * 4;
-  float acc[MSUB][BN / 2];
-#pragma unroll
-  for (int j = 0; j < MSUB; ++j) {
-#pragma unroll
-    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
-    fence_regs(acc[j]);
-  }
-  int s = 0;
-  for (int c = 0; c < (taps > 0 ? chunks : 0); ++c) {  // a pure-fill phase only writes the bias
-    mbar_wait(full_a + (c & 1), (c >> 1) & 1);
-    const uint8_t* a_wg = As + (c & 1) * hg.a_slot_bytes + (wgi * MSUB * 8) * hw_ * 16;
-    for (int t = 0; t < taps; ++t, ++s) {
-      const int bslot = s % NSB;
-      mbar_wait(full_b + bslot, (s / NSB) & 1);
-      const int t_off = (((nth - 1 - t / ntw) * dbh) * hw_ + (ntw - 1 - t % ntw) * dbw) * 16;
-      const uint64_t db = smem_desc(Bs + bslot * S::B_BYTES, b_row_bytes);
-      wgmma_fence();
-      for (int k = 0; k < hg.kws / 8; ++k) {
-#pragma unroll
-        for (int j = 0; j < MSUB; ++j) {
-          const uint64_t da = smem_desc_plain(a_wg + j * 8 * hw_ * 16 + t_off + k * 2 * plane_bytes, plane_bytes, hw_ * 16);
-          wg::Wgmma<Op, BN>::run(acc[j], da, db + 2 * k, 1);
-        }
-      }
-      wgmma_commit();
-      wgmma_wait<1>();
-      if (s > 0 && lane == 0) {
-        mbar_arrive(empty_b + (s - 1) % NSB);
-        if (t == 0) mbar_arrive(empty_a + ((c - 1) & 1));  // the previous chunk's last tap is done
-      }
-    }
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
-
-  const int64_t plane = p.Hout * p.Wout;
-#pragma unroll
-  for (int j = 0; j < MSUB; ++j) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = (wgi * MSUB + j) * 64 + (warp & 3) * 16 + half * 8 + (lane >> 2);
-      const int qw = qw0 + (r & 7), qh = qh0 + (r >> 3);
-      if (qw >= Mw || qh >= Mh) continue;
-      const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(qw) * p.sw;
-      T* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
-#pragma unroll
-      for (int c = 0; c < BN / 8; ++c) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int co = co_tile * BN + c * 8 + 2 * (lane & 3) + e;
-          if (co < p.Cout_g) {
-            const float bv = bias != nullptr ? static_cast<float>(bias[int64_t(g) * p.Cout_g + co]) : 0.f;
-            yp[co * plane] = static_cast<T>(acc[j][c * 4 + half * 2 + e] + bv);
-          }
-        }
-      }
-    }
-  }
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
-}
-
-// Sizes the halo box (the largest phase's) and returns the shared-memory bytes
-// a halo launch needs, or 0 when it does not fit.
-template <int BN, int MSUB, int NSB>
-int halo_smem_bytes(const ConvTParams& p, HaloGrid& hg) {
-  using S = HaloShape<BN, MSUB, NSB>;
-  int64_t hh = S::BH, ww = 8;
-  for (int64_t rh = 0; rh < hg.phases_h; ++rh) {
-    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
-    const int64_t nth = th.k0 < p.KH ? (p.KH - 1 - th.k0) / th.step + 1 : 0;
-    hh = std::max(hh, S::BH + std::max<int64_t>(nth - 1, 0) * (th.step * p.dh / p.sh));
-  }
-  for (int64_t rw = 0; rw < hg.phases_w; ++rw) {
-    const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-    const int64_t ntw = tw.k0 < p.KW ? (p.KW - 1 - tw.k0) / tw.step + 1 : 0;
-    ww = std::max(ww, 8 + std::max<int64_t>(ntw - 1, 0) * (tw.step * p.dw / p.sw));
-  }
-  if (hh > 256 || ww > 256) return 0;  // a TMA box dimension
-  hg.halo_h = static_cast<int>(hh);
-  hg.halo_w = static_cast<int>(ww);
-  hg.a_slot_bytes = static_cast<int>((hg.kws / 4 * hh * ww * 16 + 127) / 128 * 128);
-  const int64_t bytes = 1024 + NSB * S::B_BYTES + 2 * int64_t(hg.a_slot_bytes) + (4 + 2 * NSB) * 8;
-  return bytes <= 227 * 1024 ? static_cast<int>(bytes) : 0;
-}
-
-// Returns false (having launched nothing) when the halo does not fit in shared memory.
-template <typename T, int BN, int MSUB, int NSB>
-bool launch_halo(const ConvTParams& p, const T* x, const T* w, const T* b, T* y, cudaStream_t stream,
-                 const at::TensorOptions& opts) {
-  using S = HaloShape<BN, MSUB, NSB>;
-  constexpr int CPW = Word<T>::kChannels;
-  constexpr bool kRound = std::is_same<T, float>::value;
-  const int64_t raw_words = (p.Cin_g + CPW - 1) / CPW;
-  HaloGrid hg;
-  hg.kws = raw_words <= 16 ? 16 : 32;
-  hg.words = static_cast<int>((raw_words + hg.kws - 1) / hg.kws * hg.kws);
-  hg.co_tiles = static_cast<int>((p.Cout_g + BN - 1) / BN);
-  hg.co_pad = hg.co_tiles * BN;
-  hg.px_words = static_cast<int>(p.groups * hg.words);
-  hg.phases_h = static_cast<int>(std::min(p.sh, p.Hout));
-  hg.phases_w = static_cast<int>(std::min(p.sw, p.Wout));
-  const int smem = halo_smem_bytes<BN, MSUB, NSB>(p, hg);
-  if (smem == 0) return false;
-  const int64_t Mh = phase_extent(0, p.sh, p.Hout), Mw = phase_extent(0, p.sw, p.Wout);
-  hg.w_tiles = static_cast<int>((Mw + 7) / 8);
-  hg.h_tiles = static_cast<int>((Mh + S::BH - 1) / S::BH);
-  hg.total = p.groups * p.N * int64_t(hg.co_tiles) * hg.phases_h * hg.phases_w * hg.w_tiles * hg.h_tiles;
-  TORCH_CHECK(hg.total < (int64_t(1) << 31), "convt: too many output tiles for one launch");
-
-  TcGrid tg;
-  tg.words = hg.words;
-  tg.co_pad = hg.co_pad;
-  tg.px_words = hg.px_words;
-  const int64_t rows = p.groups * p.KH * p.KW * hg.co_pad;
-  at::Tensor wp = at::empty({rows * hg.words}, opts.dtype(at::kInt));
-  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
-  const int pack_blocks = static_cast<int>(std::min<int64_t>((rows * hg.words + 255) / 256, 4096));
-  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t HW = p.Hin * p.Win, c_tot = int64_t(hg.px_words) * CPW;
-  at::Tensor xt = at::empty({p.N * HW * hg.px_words}, opts.dtype(at::kInt));
-  const dim3 tgrid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels), static_cast<unsigned>((c_tot + 31) / 32),
-                   static_cast<unsigned>(p.N));
-  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
-  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-
-  const cuuint64_t wdims[2] = {cuuint64_t(hg.words), cuuint64_t(rows)};
-  const cuuint64_t wstrides[1] = {cuuint64_t(hg.words) * 4};
-  const cuuint32_t wbox[2] = {cuuint32_t(hg.kws), cuuint32_t(BN)};
-  const CUtensorMap wmap = make_map(wpp, 2, wdims, wstrides, wbox, hg.kws * 4);
-  // The input as (word quad, column, row, quad index, image): quads 16 bytes apart
-  // in dimension 3, so a box comes out plane-major: [quad][row][column][16 B].
-  const int64_t pitch = int64_t(hg.px_words) * 4;
-  const cuuint64_t xdims[5] = {4, cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(hg.px_words / 4), cuuint64_t(p.N)};
-  const cuuint64_t xstrides[4] = {cuuint64_t(pitch), cuuint64_t(p.Win * pitch), 16, cuuint64_t(HW * pitch)};
-  const cuuint32_t xbox[5] = {4, cuuint32_t(hg.halo_w), cuuint32_t(hg.halo_h), cuuint32_t(hg.kws / 4), 1};
-  const CUtensorMap xmap = make_map(xt.const_data_ptr<int>(), 5, xdims, xstrides, xbox, 0);
-  auto kernel = convt_wg_halo_kernel<T, BN, MSUB, NSB>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<static_cast<unsigned>(hg.total), kThreads, smem, stream>>>(xmap, wmap, p, hg, b, y);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return true;
-}
-
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, WgTile tile, cudaStream_t stream) {
@@ -590,19 +344,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
     case WgTile::kBN64: launch_shape<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
     case WgTile::kBN64Tall: launch_shape<T, 64, 2, 5>(p, xp, wp, bp, yp, stream, o); break;
     case WgTile::kBN128Tall: launch_shape<T, 128, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
-    case WgTile::kBN128: launch_shape<T, 128, 1, 3>(p, xp, wp, bp, yp, stream, o); break;
-    default: {
-      // The halo kernels; a halo too big for shared memory takes the box kernel.
-      bool done = false;
-      switch (tile) {
-        case WgTile::kHalo32Tall: done = launch_halo<T, 32, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
-        case WgTile::kHalo64: done = launch_halo<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
-        case WgTile::kHalo64Tall: done = launch_halo<T, 64, 2, 4>(p, xp, wp, bp, yp, stream, o); break;
-        case WgTile::kHalo128: done = launch_halo<T, 128, 1, 4>(p, xp, wp, bp, yp, stream, o); break;
-        default: done = launch_halo<T, 128, 2, 3>(p, xp, wp, bp, yp, stream, o); break;
-      }
-      if (!done) launch_shape<T, 64, 1, 4>(p, xp, wp, bp, yp, stream, o);
-    }
+    default: launch_shape<T, 128, 1, 3>(p, xp, wp, bp, yp, stream, o); break;
   }
 }
 

@@ -1,4 +1,4 @@
-// PTX wrappers the Hopper kernels share (convt_wg.cu, convt_wg_halo.cu):
+// PTX wrappers of the Hopper kernel (convt_wg.cu):
 // mbarriers, TMA loads, wgmma descriptors and ordering. Included into each .cu's
 // anonymous namespace after <cuda.h> and <cstdint>.
 #pragma once
@@ -44,15 +44,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
       : "memory");
 }
 
-__device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2,
-                                            int c3, int c4) {
-  asm volatile(
-      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], "
-      "[%7];\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_addr(bar))
-      : "memory");
-}
-
 // K-major operand in the swizzled layout TMA wrote: rows of `row_bytes` (128 or
 // 64), 8-row atoms `8 * row_bytes` apart; the leading offset is unused.
 __device__ __forceinline__ uint64_t smem_desc(const void* p, int row_bytes) {
@@ -76,22 +67,3 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// 16 bytes global -> shared; src-size 0 writes zeros (taps past the image edge).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-// One arrival on `bar` once every cp.async this thread issued so far has landed;
-// the barrier's count includes it (.noinc).
-__device__ __forceinline__ void cp_async_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-// K-major operand with no swizzle: 8-row x 16-byte core matrices, `k_stride`
-// bytes apart along K and `m_stride` bytes apart along M (or N).
-__device__ __forceinline__ uint64_t smem_desc_plain(const void* p, int k_stride, int m_stride) {
-  const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t((k_stride >> 4) & 0x3FFF) << 16) |
-         (uint64_t((m_stride >> 4) & 0x3FFF) << 32);
-}
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
