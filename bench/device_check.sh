@@ -39,7 +39,7 @@ for part in "${@:-all}"; do
       kill -TERM $pid; wait $pid ;;
   esac
   case $part in
-    load|all)  # throughput and latency of a CUDA server (bench/load.py)
-      python3 -m bench.load --device cuda --out "$OUT/load" 2>&1 | tee "$OUT/load.txt" | tail -n 30 ;;
+    load|all)  # throughput and latency of a CUDA server (bench/load.py; about 2 min after the build): $OUT/load/load.{md,json}
+      python3 -m bench.load --device cuda --client-procs 4 --out "$OUT/load" 2>&1 | tail -n 30 ;;
   esac
 done

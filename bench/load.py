@@ -1,26 +1,28 @@
 """Load test: throughput and latency of a real server under concurrent clients.
 
     python -m bench.load [--device cpu|cuda] [--concurrency 1,8,64] [--seconds 4]
-                         [--soak 10000] [--out docs/benchmarks/load-cpu]
+                         [--soak 10000] [--client-procs N] [--out docs/benchmarks/load-cpu]
 
 Starts real servers (``python -m service`` on a free loopback port) and drives
-them with an asyncio httpx client:
+them with bare HTTP/1.1 keep-alive clients (asyncio streams, requests encoded
+once), spread over ``--client-procs`` processes so the client is not what
+saturates:
 - batch-1 ``dcgan`` requests over binary and JSON at each concurrency, dynamic
   batching on (the defaults) and off (``--max-batch-size 1``): requests/s,
-  p50/p99 latency, errors;
+  p50/p99 latency, errors, and the mean rows per forward from /metrics;
 - protocol overhead: a 1 MiB binary input (``kernelbench-71``, [1, 32, 64, 128]
-  fp32), end-to-end latency minus the server's forward time (the
-  ``x-convt-compute-ms`` header of the same response), at concurrency 1;
+  fp32), per response its end-to-end latency minus the server's forward time
+  (its ``x-convt-compute-ms`` header), median, at concurrency 1;
 - JSON codec throughput in this process (decode a request, encode a response);
 - a soak: ``--soak`` requests at concurrency 64, counting every non-200.
-Writes load.json and load.md under --out and prints the tables last.
-"""
+Writes load.json and load.md under --out and prints the tables last."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import re
 import statistics
@@ -77,66 +79,140 @@ def json_body(x: np.ndarray) -> tuple[bytes, dict[str, str]]:
     return json.dumps(body).encode(), {"Content-Type": "application/json"}
 
 
-async def drive(url: str, path: str, bodies, concurrency: int, seconds: float | None, total: int | None) -> dict:
-    """Each of `concurrency` clients sends back-to-back requests until the time or count runs out."""
-    lat, codes, compute = [], {}, []
-    sent = 0
-    stop_at = time.perf_counter() + seconds if seconds else None
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+def http_request(url: str, path: str, body: bytes, headers: dict[str, str]) -> bytes:
+    """One HTTP/1.1 request, bytes ready to write: the clients spend no time per request building it."""
+    host = url.split("//", 1)[1]
+    lines = [f"POST {path} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
-    async def client(c: httpx.AsyncClient, k: int) -> None:
-        nonlocal sent
-        i = k
-        while True:
-            if stop_at is not None and time.perf_counter() >= stop_at:
-                return
-            if total is not None:
-                if sent >= total:
-                    return
-                sent += 1
-            body, headers = bodies[i % len(bodies)]
-            i += concurrency
-            t0 = time.perf_counter()
-            try:
-                r = await c.post(path, content=body, headers=headers)
-                code = r.status_code
-                if code == 200:
-                    compute.append(float(r.headers.get("x-convt-compute-ms", "nan")))
-            except httpx.HTTPError as exc:
-                code = type(exc).__name__
-            lat.append(time.perf_counter() - t0)
-            codes[code] = codes.get(code, 0) + 1
 
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as c:
+async def _connection(host: str, port: int, requests: list[bytes], k: int, step: int, stop_at: float | None,
+                      budget: list[int], out: dict) -> None:
+    """Back-to-back requests on one keep-alive connection until the time or the shared budget runs out.
+
+    A bare HTTP/1.1 client on asyncio streams: httpx costs about a millisecond of client CPU per
+    request and its pool slows down with many connections, which made the client, not the server,
+    what saturated at concurrency 64."""
+    reader = writer = None
+    while True:
+        if stop_at is not None and time.monotonic() >= stop_at:
+            break
+        if budget[0] <= 0:
+            break
+        budget[0] -= 1
+        raw = requests[k % len(requests)]
+        k += step
         t0 = time.perf_counter()
-        await asyncio.gather(*(client(c, k) for k in range(concurrency)))
-        elapsed = time.perf_counter() - t0
-    ok = codes.get(200, 0)
-    lat_ms = sorted(x * 1e3 for x in lat)
-    return {"requests": len(lat), "ok": ok, "codes": {str(k): v for k, v in codes.items()},
-            "throughput_rps": ok / elapsed, "p50_ms": lat_ms[len(lat_ms) // 2] if lat_ms else None,
-            "p99_ms": lat_ms[min(len(lat_ms) - 1, int(len(lat_ms) * 0.99))] if lat_ms else None,
-            "compute_ms_median": statistics.median(compute) if compute else None, "seconds": elapsed}
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection(host, port)
+            writer.write(raw)
+            head = (await reader.readuntil(b"\r\n\r\n")).lower()
+            code = int(head[9:12])
+            n = int(re.search(rb"\r\ncontent-length: *(\d+)", head).group(1))
+            await reader.readexactly(n)
+            if code == 200:
+                m = re.search(rb"\r\nx-convt-compute-ms: *([0-9.]+)", head)
+                compute = float(m.group(1)) if m else float("nan")
+                out["compute"].append(compute)
+                out["overhead"].append((time.perf_counter() - t0) * 1e3 - compute)
+            if b"\r\nconnection: close" in head:
+                writer.close()
+                reader = writer = None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, AttributeError) as exc:
+            code = type(exc).__name__
+            if writer is not None:
+                writer.close()
+            reader = writer = None
+        out["latency"].append(time.perf_counter() - t0)
+        out["codes"][code] = out["codes"].get(code, 0) + 1
+    if writer is not None:
+        writer.close()
 
 
-def codec_throughput(n_values: int = 1 << 20) -> dict:
-    """JSON decode (parse + tensor) and encode of one fp32 tensor, MB/s of tensor data."""
+def _client_process(url: str, requests: list[bytes], first: int, step: int, connections: int, start_at: float,
+                    seconds: float | None, total: int | None) -> dict:
+    """One client process: ``connections`` connections, from ``start_at`` (time.monotonic, shared by all
+    processes on the machine) for ``seconds`` or until ``total`` requests are sent."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    out = {"latency": [], "codes": {}, "compute": [], "overhead": []}
+
+    async def run() -> None:
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        stop_at = start_at + seconds if seconds else None
+        budget = [total if total is not None else 1 << 62]
+        await asyncio.gather(*(_connection(host, int(port), requests, first + i * step, connections * step,
+                                           stop_at, budget, out) for i in range(connections)))
+
+    asyncio.run(run())
+    out["ended"] = time.monotonic()
+    return out
+
+
+def metrics_totals(url: str, model: str) -> dict[str, float]:
+    text = httpx.get(url + "/metrics", timeout=60).text
+    values = {}
+    for key, series in (("batches", "convt_batch_size_count"), ("rows", "convt_batch_size_sum")):
+        m = re.search(re.escape(f'{series}{{model="{model}"}}') + r" (\S+)", text)
+        values[key] = float(m.group(1)) if m else 0.0
+    return values
+
+
+def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds: float | None, total: int | None,
+          procs: int) -> dict:
+    """``concurrency`` connections spread over ``procs`` client processes, each sending back-to-back requests."""
+    procs = max(1, min(procs, concurrency))
+    shares = [concurrency // procs + (i < concurrency % procs) for i in range(procs)]
+    totals = [None if total is None else -(-total * s // concurrency) for s in shares]
+    before = metrics_totals(url, model)
+    start_at = time.monotonic() + (0.5 if procs > 1 else 0.0)  # time for the processes to start
+    if procs == 1:
+        parts = [_client_process(url, requests, 0, 1, concurrency, start_at, seconds, total)]
+    else:
+        ctx = multiprocessing.get_context("spawn")  # the parent may hold CUDA or OpenMP state that fork would copy
+        with ctx.Pool(procs) as pool:
+            parts = pool.starmap(_client_process, [(url, requests, i, procs, shares[i], start_at, seconds, totals[i])
+                                                   for i in range(procs)])
+    after = metrics_totals(url, model)
+    elapsed = max(p["ended"] for p in parts) - start_at
+    lat = sorted(x * 1e3 for p in parts for x in p["latency"])
+    compute = [c for p in parts for c in p["compute"]]
+    codes: dict[str, int] = {}
+    for p in parts:
+        for k, v in p["codes"].items():
+            codes[str(k)] = codes.get(str(k), 0) + v
+    ok = codes.get("200", 0)
+    batches = after["batches"] - before["batches"]
+    return {"requests": len(lat), "ok": ok, "codes": codes, "throughput_rps": ok / elapsed,
+            "p50_ms": lat[len(lat) // 2] if lat else None,
+            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
+            "compute_ms_median": statistics.median(compute) if compute else None,
+            "overhead_ms_median": statistics.median(o for p in parts for o in p["overhead"]) if compute else None,
+            "mean_batch": (after["rows"] - before["rows"]) / batches if batches else None,
+            "seconds": elapsed, "client_procs": procs}
+
+
+def codec_throughput(n_values: int = 1 << 20, repeats: int = 3) -> dict:
+    """JSON decode (parse + tensor) and encode of one fp32 tensor, MB/s of tensor data (best of ``repeats``)."""
     import torch
 
     from service import codec
 
     x = np.random.default_rng(0).standard_normal(n_values, dtype=np.float32)
     body, _ = json_body(x.reshape(1, -1))
-    t0 = time.perf_counter()
-    req = codec.parse_request(body)
-    t = codec.decode_input(req.inputs[0], None)
-    decode_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    codec.encode_response({"model_name": "m"}, [("out", torch.from_numpy(x), False)])
-    encode_s = time.perf_counter() - t0
+    y = torch.from_numpy(x)
+    decode_s = encode_s = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        t = codec.decode_input(codec.parse_request(body).inputs[0], None)
+        decode_s = min(decode_s, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        codec.encode_response({"model_name": "m"}, [("out", y, False)])
+        encode_s = min(encode_s, time.perf_counter() - t0)
+    assert torch.equal(t.reshape(-1), y)
     mb = x.nbytes / 1e6
-    assert t.numel() == n_values
-    return {"tensor_MB": mb, "decode_MBps": mb / decode_s, "encode_MBps": mb / encode_s,
+    return {"tensor_MB": mb, "json_MB": len(body) / 1e6, "decode_MBps": mb / decode_s, "encode_MBps": mb / encode_s,
             "decode_plus_encode_MBps": mb / (decode_s + encode_s)}
 
 
@@ -146,26 +222,40 @@ def main(argv=None) -> int:
     ap.add_argument("--concurrency", default="1,8,64")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--soak", type=int, default=10000)
+    ap.add_argument("--client-procs", type=int, default=max(1, min(4, (os.cpu_count() or 1) // 4)),
+                    help="client processes (default: a quarter of the CPUs, at most 4)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     levels = [int(c) for c in a.concurrency.split(",")]
     rng = np.random.default_rng(1)
     latents = [rng.standard_normal((1, 100, 1, 1), dtype=np.float32) for _ in range(64)]
-    protocols = {"binary": [binary_body(x) for x in latents], "json": [json_body(x) for x in latents]}
-    result = {"device": a.device, "command": "python -m bench.load " + " ".join(argv or sys.argv[1:]), "runs": []}
+    path = "/v2/models/dcgan/infer"
+    import importlib.util
+
+    # uvicorn parses HTTP with httptools when it is installed, else with h11 (pure Python, several times slower)
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    result = {"device": a.device, "cpus": os.cpu_count(), "client_procs": a.client_procs, "http": http, "loop": loop,
+              "command": "python -m bench.load " + " ".join(sys.argv[1:] if argv is None else argv), "runs": []}
     for batching, args in (("on", ()), ("off", ("--max-batch-size", "1"))):
         with server(a.device, *args) as url:
-            for proto, bodies in protocols.items():
+            protocols = {"binary": [http_request(url, path, *binary_body(x)) for x in latents],
+                         "json": [http_request(url, path, *json_body(x)) for x in latents]}
+            for proto, reqs in protocols.items():
+                drive(url, "dcgan", reqs, 4, None, 32, 1)  # warm-up: first calls and connections stay out
                 for conc in levels:
-                    r = asyncio.run(drive(url, "/v2/models/dcgan/infer", bodies, conc, a.seconds, None))
+                    r = drive(url, "dcgan", reqs, conc, a.seconds, None, a.client_procs)
                     result["runs"].append({"batching": batching, "protocol": proto, "concurrency": conc, **r})
+                    print(json.dumps(result["runs"][-1]), flush=True)
             if batching == "on" and a.soak:
-                r = asyncio.run(drive(url, "/v2/models/dcgan/infer", protocols["binary"], 64, None, a.soak))
+                r = drive(url, "dcgan", protocols["binary"], 64, None, a.soak, a.client_procs)
                 result["soak"] = {"concurrency": 64, **r}
+                print(json.dumps(result["soak"]), flush=True)
     with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1") as url:
         x = rng.random((1, 32, 64, 128), dtype=np.float32)  # 1 MiB
-        r = asyncio.run(drive(url, "/v2/models/kernelbench-71/infer", [binary_body(x, "input")], 1, None, 60))
-        r["overhead_ms"] = r["p50_ms"] - r["compute_ms_median"]
+        req = [http_request(url, "/v2/models/kernelbench-71/infer", *binary_body(x, "input"))]
+        drive(url, "kernelbench-71", req, 1, None, 5, 1)
+        r = drive(url, "kernelbench-71", req, 1, None, 200, 1)
         result["overhead_1MiB"] = {"input_bytes": x.nbytes, **r}
     result["json_codec"] = codec_throughput()
     md = render(result)
@@ -178,14 +268,16 @@ def main(argv=None) -> int:
 
 
 def render(res: dict) -> str:
-    lines = [f"Device: {res['device']}. Command: `{res['command']}`", "",
-             "| batching | protocol | concurrency | requests/s | p50 ms | p99 ms | forward ms (median) | non-200 |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"Device: {res['device']} ({res['cpus']} CPUs, {res['client_procs']} client processes; server HTTP "
+             f"parser {res['http']}, event loop {res['loop']}). "
+             f"Command: `{res['command']}`", "",
+             "| batching | protocol | concurrency | requests/s | p50 ms | p99 ms | forward ms (median) | mean batch "
+             "| non-200 |", "|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         bad = {k: v for k, v in r["codes"].items() if k != "200"}
         lines.append(f"| {r['batching']} | {r['protocol']} | {r['concurrency']} | {r['throughput_rps']:.0f} | "
                      f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['compute_ms_median'] or float('nan'):.2f} | "
-                     f"{bad or 0} |")
+                     f"{r['mean_batch'] or float('nan'):.1f} | {bad or 0} |")
     on = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "on"}
     off = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "off"}
     lines.append("")
@@ -197,10 +289,11 @@ def render(res: dict) -> str:
         lines.append(f"- soak: {s['requests']} binary requests at concurrency 64: {s['ok']} ok, codes {s['codes']}, "
                      f"{s['throughput_rps']:.0f} requests/s")
     o = res["overhead_1MiB"]
-    lines.append(f"- 1 MiB binary input (kernelbench-71), concurrency 1: end-to-end p50 {o['p50_ms']:.2f} ms, "
-                 f"forward {o['compute_ms_median']:.2f} ms, protocol overhead {o['overhead_ms']:.2f} ms")
+    lines.append(f"- 1 MiB binary input (kernelbench-71), concurrency 1, {o['ok']} requests: end-to-end p50 "
+                 f"{o['p50_ms']:.2f} ms, forward {o['compute_ms_median']:.2f} ms, protocol overhead (end-to-end minus "
+                 f"the forward of the same response, median) {o['overhead_ms_median']:.2f} ms")
     j = res["json_codec"]
-    lines.append(f"- JSON codec, {j['tensor_MB']:.1f} MB fp32 tensor: decode {j['decode_MBps']:.0f} MB/s, encode "
+    lines.append(f"- JSON codec, {j['tensor_MB']:.1f} MB fp32 tensor ({j['json_MB']:.1f} MB of JSON): decode {j['decode_MBps']:.0f} MB/s, encode "
                  f"{j['encode_MBps']:.0f} MB/s, decode+encode {j['decode_plus_encode_MBps']:.0f} MB/s")
     return "\n".join(lines) + "\n"
 

@@ -13,11 +13,10 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from . import errors, limits
+from . import errors
 from .auth import BearerAuthMiddleware
-from .body import read_body
-from .codec import HEADER_LENGTH
 from .dataplane import DataPlane
+from .fastpath import InferFastPath
 from .group import WorkerGroup, WorkerHeaderMiddleware
 from .metrics import Metrics, MetricsMiddleware
 from .openapi import infer_operation
@@ -56,6 +55,8 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
 
     app = FastAPI(title=SERVER_NAME, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.plane = plane
+    infer_routes: dict[bool, object] = {}  # filled below, once the routes exist
+    app.add_middleware(InferFastPath, plane=plane, settings=settings, routes=infer_routes)  # innermost: behind auth
     if settings.api_token is not None:  # added first: inside the metrics, so that 401s are counted
         app.add_middleware(BearerAuthMiddleware, token=settings.api_token.get_secret_value())
     app.add_middleware(MetricsMiddleware, metrics=metrics)
@@ -92,16 +93,12 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
     @app.post("/v2/models/{name}/infer", openapi_extra=infer_operation())
     @app.post("/v2/models/{name}/versions/{model_version}/infer", openapi_extra=infer_operation())
     async def infer(name: str, request: Request, model_version: str | None = None) -> Response:
-        plane.model(name, model_version)  # 404 before reading a body meant for another model
-        body = await read_body(request, settings.max_request_bytes)
-        result = await limits.within(plane.infer(name, model_version, body, request.headers.get(HEADER_LENGTH)),
-                                     settings.request_timeout_s, f"inference on model {name!r}")
-        # The forward pass's time, so a client can tell protocol overhead from compute.
-        headers = {"x-convt-compute-ms": f"{result.compute_seconds * 1e3:.3f}"}
-        if result.header_length is None:
-            return Response(result.body, media_type="application/json", headers=headers)
-        return Response(result.body, media_type="application/octet-stream",
-                        headers={**headers, HEADER_LENGTH: str(result.header_length)})
+        """Answered by InferFastPath before routing; kept for /openapi.json and the metrics' labels."""
+        raise RuntimeError("the infer route is served by service.fastpath.InferFastPath")
+
+    for route in app.routes:
+        if getattr(route, "endpoint", None) is infer:
+            infer_routes["{model_version}" in route.path] = route
 
     @app.get("/health")
     async def health() -> JSONResponse:

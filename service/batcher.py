@@ -4,7 +4,9 @@ Requests whose inputs agree in every dimension but the first (the batch) are
 concatenated along it, up to ``max_batch_size`` rows, waiting at most
 ``max_queue_delay_us`` after the oldest arrived for company, run as one forward
 pass and split back per request. With ``max_batch_size`` 1 every request runs
-alone, in arrival order. Either way the queue is bounded: past
+alone, in arrival order. The wait for company is only spent while other
+requests are on their way (read or decoded by the handlers, see ``arriving``):
+a request that nothing could join runs at once. Either way the queue is bounded: past
 ``max_queue_size`` waiting requests a new one is refused (429) at once instead
 of piling up.
 """
@@ -12,6 +14,8 @@ of piling up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import time
 from collections import deque
@@ -24,6 +28,9 @@ from .metrics import Metrics
 from .runtime import Runtime
 
 log = logging.getLogger("convt.batcher")
+
+# Whether the current handler still counts as arriving: a one-item list, shared with the tasks it awaits.
+_ARRIVING: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("convt_arriving", default=None)
 
 
 @dataclass
@@ -57,6 +64,7 @@ class Batcher:
         self._queue: deque[_Pending] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._arriving = 0  # handlers that started a request and have not queued it (or given up) yet
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="convt-batcher")
@@ -74,6 +82,25 @@ class Batcher:
     def depth(self) -> int:
         return len(self._queue)
 
+    @contextlib.contextmanager
+    def arriving(self):
+        """Wrapped around a request's handling from its first byte: until it is queued, the batcher
+        knows company is on its way and waits (at most the delay) for it."""
+        flag = [True]
+        token = _ARRIVING.set(flag)
+        self._arriving += 1
+        try:
+            yield
+        finally:
+            _ARRIVING.reset(token)
+            self._left(flag)
+
+    def _left(self, flag: list[bool] | None) -> None:
+        if flag and flag[0]:
+            flag[0] = False
+            self._arriving -= 1
+            self._wake.set()  # a batcher waiting for this request stops waiting
+
     async def submit(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
         """This request's outputs and the forward's seconds (of its whole batch)."""
         if len(self._queue) >= self.max_queue_size:
@@ -85,6 +112,7 @@ class Batcher:
         p = _Pending(inputs, rows, key if key is not None else ("alone", id(inputs)),
                      asyncio.get_running_loop().create_future())
         self._queue.append(p)
+        self._left(_ARRIVING.get())
         self._wake.set()
         return await p.future
 
@@ -116,8 +144,8 @@ class Batcher:
                 continue
             first = self._queue[0]
             if self.max_batch_size > 1 and first.key[0] != "alone":
-                # Wait for company until the oldest has waited the delay or a batch is full.
-                while self._rows_waiting(first.key) < self.max_batch_size:
+                # Wait for company until the oldest has waited the delay, a batch is full or no one else is coming.
+                while self._arriving and self._rows_waiting(first.key) < self.max_batch_size:
                     left = first.arrived + self.delay - time.perf_counter()
                     if left <= 0:
                         break
@@ -135,10 +163,18 @@ class Batcher:
         self.metrics.batch_size.labels(name).observe(sum(p.rows for p in batch))
         try:
             results, seconds = await self.runtime.infer_batch([p.inputs for p in batch])
-        except Exception as exc:  # every request of the batch gets the batch's error
+        except Exception as exc:
+            if len(batch) == 1:
+                if not batch[0].future.done():
+                    batch[0].future.set_exception(exc)
+                return
+            # One request may be what failed (too large for the device, values the model refuses): alone,
+            # only it fails, and its batch-mates get their answers.
+            log.info("a batch of %d requests failed (%s: %s); running them one at a time", len(batch),
+                     type(exc).__name__, exc)
             for p in batch:
                 if not p.future.done():
-                    p.future.set_exception(exc)
+                    await self._execute([p])
             return
         for p, r in zip(batch, results):
             if not p.future.done():

@@ -8,19 +8,20 @@ the declared shape before anything of that size is allocated.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pydantic
+import pydantic_core
 import torch
 
 from .errors import InvalidRequest
 from .protocol import InferenceRequest, RequestInput
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
+MIN_ALIGN = 16
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,10 @@ def itemsize(datatype: str) -> int:
     return DATATYPES[datatype].torch.itemsize
 
 
-def split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryview]:
-    """The JSON header and the binary tail (empty without the header)."""
+def split_body(body: bytes | memoryview, header_length: str | None) -> tuple[bytes, memoryview]:
+    """The JSON header (a copy: the parser takes bytes) and the binary tail (a view; empty without the header)."""
     if header_length is None:
-        return body, memoryview(b"")
+        return bytes(body), memoryview(b"")
     try:
         n = int(header_length.strip())
     except ValueError:
@@ -68,7 +69,8 @@ def split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryvie
     if not 0 <= n <= len(body):
         raise InvalidRequest(f"{HEADER_LENGTH} is {n} but the body is {len(body)} bytes; it must be the byte "
                              f"length of the JSON header at the start of the body")
-    return body[:n], memoryview(body)[n:]
+    view = memoryview(body)
+    return bytes(view[:n]), view[n:]
 
 
 def parse_request(header: bytes) -> InferenceRequest:
@@ -129,9 +131,13 @@ def decode_input(inp: RequestInput, raw: memoryview | None) -> torch.Tensor:
                                  f"of {inp.datatype} needs {count} x {dt.torch.itemsize} = {expected} bytes")
         if count == 0:
             return torch.empty(inp.shape, dtype=dt.torch)
+        if raw.readonly:  # torch views only writable memory; service/body.py reads bodies into writable buffers
+            raw = memoryview(bytearray(raw))
         if dt.torch == torch.bool:
-            return torch.frombuffer(bytearray(raw), dtype=torch.uint8).ne(0).reshape(inp.shape)
-        return torch.frombuffer(bytearray(raw), dtype=dt.torch).reshape(inp.shape)
+            return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(inp.shape)
+        t = torch.frombuffer(raw, dtype=dt.torch).reshape(inp.shape)  # a view of the body: no copy
+        # kernels may load whole vectors; a tensor after another input of odd size can start anywhere
+        return t if t.data_ptr() % MIN_ALIGN == 0 else t.clone()
     return _from_json(inp, dt, count)
 
 
@@ -209,8 +215,10 @@ def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tenso
         else:
             entry["data"] = flat.tolist()
         entries.append(entry)
-    # allow_nan: a model may legitimately output NaN or inf; Python and Triton clients read them back
-    head = json.dumps({**header, "outputs": entries}, separators=(",", ":"), allow_nan=True).encode()
+    # pydantic-core writes numbers about 15x faster than json.dumps, each float as the shortest text that reads
+    # back to the same value (as repr); NaN and inf as the literals NaN/Infinity (a model may output them; Python
+    # and Triton clients read them back)
+    head = pydantic_core.to_json({**header, "outputs": entries}, inf_nan_mode="constants")
     if not blobs:
         return head, None
     return b"".join([head, *blobs]), len(head)

@@ -7,6 +7,7 @@ FastAPI's and Starlette's own) into ``{"error": "..."}`` bodies.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -79,6 +80,19 @@ def status_of(exc: ServiceError) -> int:
 
 def error_response(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+def error_parts(exc: Exception) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Status, headers and body of the answer to ``exc``, for handlers that speak ASGI directly
+    (service/fastpath.py): the same answers as the handlers installed below."""
+    if isinstance(exc, ServiceError):
+        status, message = status_of(exc), str(exc)
+    else:
+        status, message = 500, f"internal error ({type(exc).__name__}); the server logged the details"
+    headers = [(b"content-type", b"application/json")]
+    if isinstance(exc, QueueFull):
+        headers.append((b"retry-after", str(exc.retry_after_s).encode()))
+    return status, headers, json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def install(app: FastAPI) -> None:

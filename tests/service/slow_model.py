@@ -5,7 +5,9 @@ ask for it, the parity checks' random inputs never do.
 Served as ``--model tests.service.slow_model:factory``; with CONVT_TEST_SLOW_LOG
 naming a file, each forward appends ``start S`` and ``end S`` lines to it, so a
 test can tell which requests reached the device and when one is in flight
-without guessing from the clock. Nothing of this lives in production code.
+without guessing from the clock. A row whose last value is POISON_MARK makes the
+whole forward raise, as a request the model cannot take would. Nothing of this
+lives in production code.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import models
 
 MAX_SLEEP = 60
 SLOW_MARK = 4242.0
+POISON_MARK = -4343.0
 
 
 def _mark(line: str) -> None:
@@ -35,6 +38,8 @@ class Slow(nn.Module):
         self.up = nn.ConvTranspose2d(4, 2, 3, stride=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if bool((x.reshape(x.shape[0], -1)[:, -1] == POISON_MARK).any()):
+            raise ValueError("a poisoned row (test model)")
         flat = x.reshape(-1)
         seconds = min(max(float(flat[0]), 0.0), MAX_SLEEP) if float(flat[-1]) == SLOW_MARK else 0.0
         if seconds:

@@ -4,6 +4,7 @@ answers, batches really form, and a full queue answers 429 with Retry-After."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import httpx
@@ -87,3 +88,48 @@ def test_full_queue_answers_429_with_retry_after(tmp_path_factory):
         assert httpx.post(server.url + INFER, content=body[0], headers=body[1], timeout=120).status_code == 200
         assert f"convt_queue_rejected_total{{model=\"dcgan\"}} {float(codes.count(429))}" in httpx.get(
             server.url + "/metrics").text
+
+
+def slow_request(x: torch.Tensor) -> tuple[bytes, dict[str, str]]:
+    head = json.dumps({"inputs": [{"name": "input__0", "shape": list(x.shape), "datatype": "FP32",
+                                   "parameters": {"binary_data_size": x.numel() * 4}}]}).encode()
+    return head + x.numpy().tobytes(), {HEADER: str(len(head))}
+
+
+def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path_factory):
+    # test models are loaded by the server only, never imported here: the marks of slow_model.py
+    slow_mark, poison_mark = 4242.0, -4343.0
+    hold = torch.zeros(1, 4, 5, 5)
+    hold.view(-1)[0], hold.view(-1)[-1] = 1.0, slow_mark  # a 1 s forward: the rest queue behind it, together
+    gen = torch.Generator().manual_seed(3)
+    good = [torch.randn(1, 4, 5, 5, generator=gen) for _ in range(6)]
+    poison = torch.randn(1, 4, 5, 5, generator=gen)
+    poison.view(-1)[-1] = poison_mark
+
+    async def scenario(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as c:
+            first = asyncio.ensure_future(c.post("/v2/models/slow/infer", content=slow_request(hold)[0],
+                                                 headers=slow_request(hold)[1]))
+            await asyncio.sleep(0.3)
+            rest = [slow_request(t) for t in good[:3] + [poison] + good[3:]]
+            return [await first, *await asyncio.gather(*(c.post("/v2/models/slow/infer", content=b, headers=h)
+                                                         for b, h in rest))]
+
+    with running_server(tmp_path_factory, "poison", "--model", "tests.service.slow_model:factory",
+                        "--max-batch-size", "16", "--max-queue-delay-us", "100000") as server:
+        responses = asyncio.run(scenario(server.url))
+        count, rows = (float(re.search(rf'convt_batch_size_{k}{{model="slow"}} (\S+)', httpx.get(
+            server.url + "/metrics").text).group(1)) for k in ("count", "sum"))
+    codes = [r.status_code for r in responses]
+    assert codes == [200, 200, 200, 200, 500, 200, 200, 200], [r.text for r in responses]
+    assert "ValueError" in responses[4].json()["error"]
+    # the poisoned request's batch ran once whole and again one request at a time: rows counted twice
+    assert rows > len(responses), (count, rows)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # models.registry.INIT_SEED: the server's parameters
+        reference = torch.nn.ConvTranspose2d(4, 2, 3, stride=2)
+    for r, x in zip(responses[1:4] + responses[5:], good):
+        n = int(r.headers.get(HEADER, len(r.content)))
+        out = json.loads(r.content[:n])["outputs"][0]
+        got = torch.tensor(out["data"]).reshape(out["shape"])
+        torch.testing.assert_close(got, reference(x).detach(), rtol=1e-5, atol=1e-5)

@@ -111,3 +111,32 @@ def test_wants_binary():
         "outputs": [{"name": "a"}, {"name": "b", "parameters": {"binary_data": False}}],
     }).encode())
     assert codec.wants_binary(req) == (True, {"a": True, "b": False})
+
+
+@pytest.mark.parametrize("datatype", sorted(SAMPLES))
+def test_json_encoding_reads_back_as_the_tensors_python_values(datatype):
+    # what json.dumps(t.tolist()) wrote before pydantic-core did: the same values, exactly, for every datatype
+    t = SAMPLES[datatype].reshape(3, 1)
+    body, _ = codec.encode_response({"model_name": "m"}, [("out", t, False)])
+    assert json.loads(body)["outputs"][0]["data"] == t.reshape(-1).tolist() == json.loads(json.dumps(t.reshape(-1).tolist()))
+
+
+def test_json_floats_round_trip_exactly():
+    gen = torch.Generator().manual_seed(0)
+    t = torch.randn(10_000, generator=gen, dtype=torch.float64) * torch.logspace(-300, 300, 10_000, dtype=torch.float64)
+    body, _ = codec.encode_response({}, [("o", t, False)])
+    assert torch.equal(torch.tensor(json.loads(body)["outputs"][0]["data"], dtype=torch.float64), t)
+
+
+def test_binary_input_is_a_view_of_a_writable_body():
+    body = bytearray(b"\x00" * 64 + b"\x00\x00\x80\x3f" * 4)
+    raw = memoryview(body)[64:]
+    t = codec.decode_input(RequestInput(name="x", shape=[4], datatype="FP32"), raw)
+    assert t.tolist() == [1.0] * 4
+    body[64:68] = b"\x00\x00\x00\x40"  # 2.0f: the tensor sees the body's memory, no copy was made
+    assert t[0].item() == 2.0
+    # a read-only body (bytes) is copied, and a misaligned start is copied to aligned memory
+    assert codec.decode_input(RequestInput(name="x", shape=[1], datatype="FP32"), memoryview(b"\x00\x00\x80\x3f")).item() == 1.0
+    odd = memoryview(bytearray(b"\x00" + b"\x00\x00\x80\x3f"))[1:]
+    u = codec.decode_input(RequestInput(name="x", shape=[1], datatype="FP32"), odd)
+    assert u.item() == 1.0 and u.data_ptr() % codec.MIN_ALIGN == 0

@@ -1,0 +1,59 @@
+"""service/body.py on its own, fed ASGI messages as uvicorn sends them."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+import pytest
+import torch
+
+from service.body import ALIGN, read_body
+from service.errors import ClientClosedRequest, InvalidRequest, PayloadTooLarge
+
+
+def receiving(*chunks: bytes, disconnect: bool = False):
+    messages = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
+    if disconnect:
+        messages[-1]["more_body"] = True
+        messages.append({"type": "http.disconnect"})
+    it = iter(messages)
+
+    async def receive():
+        return next(it)
+    return receive
+
+
+def scope(**headers: str) -> dict:
+    return {"headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]}
+
+
+@pytest.mark.parametrize("header_length", [0, 1, 17, 63, 64, 100])
+def test_binary_part_starts_aligned(header_length):
+    body = bytes(range(256)) * 4
+    got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body[:300], body[300:]), 10_000,
+                                str(header_length)))
+    assert bytes(got) == body and not got.readonly
+    tail = torch.frombuffer(got[header_length:], dtype=torch.uint8)
+    assert tail.data_ptr() % ALIGN == 0
+
+
+def test_without_content_length_and_gzip():
+    body = b'{"a": 1}' * 100
+    got = asyncio.run(read_body(scope(), receiving(body[:10], body[10:]), 10_000))
+    assert bytes(got) == body
+    packed = gzip.compress(body)
+    got = asyncio.run(read_body(scope(content_length=str(len(packed)), content_encoding="gzip"),
+                                receiving(packed), 10_000))
+    assert bytes(got) == body
+
+
+def test_limits_and_hang_ups():
+    with pytest.raises(PayloadTooLarge):
+        asyncio.run(read_body(scope(content_length="20"), receiving(b"x" * 20), 10))
+    with pytest.raises(PayloadTooLarge):
+        asyncio.run(read_body(scope(), receiving(b"x" * 6, b"x" * 6), 10))
+    with pytest.raises(InvalidRequest, match="longer than its Content-Length"):
+        asyncio.run(read_body(scope(content_length="4"), receiving(b"x" * 6), 10))
+    with pytest.raises(ClientClosedRequest, match="after 3 bytes"):
+        asyncio.run(read_body(scope(content_length="8"), receiving(b"abc", disconnect=True), 10))
