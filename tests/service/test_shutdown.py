@@ -15,8 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+import torch
 
-from .conftest import start_server, stop_server
+from .conftest import DEVICE, start_server, stop_server
 
 INFER = "/v2/models/slow/infer"
 SLOW_MARK = 4242.0  # slow_model.SLOW_MARK: test models are loaded by the server only, never imported here
@@ -53,6 +54,8 @@ def refused(url: str) -> bool:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_finishes_accepted_requests_and_exits_0(tmp_path, workers):
+    if workers > 1 and DEVICE.startswith("cuda") and torch.cuda.device_count() < workers:
+        pytest.skip("CUDA workers need one GPU each")
     slow_log = tmp_path / "forwards.log"
     # One forward per request, so each accepted request shows in the slow log (batching would merge them).
     args = ["--model", "tests.service.slow_model:factory", "--max-batch-size", "1"] + (["--workers", str(workers)] if workers > 1 else [])
