@@ -325,20 +325,7 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   tg.pix_tiles = (p.N * max_phase_pixels(p) + S::BM - 1) / S::BM;
   tg.total = p.groups * tg.co_tiles * tg.phases_h * tg.phases_w * tg.pix_tiles;
 
-  const int64_t packed = p.groups * p.KH * p.KW * tg.words * tg.co_pad;
-  at::Tensor wp = at::empty({packed}, opts.dtype(at::kInt));
-  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
-  const int pack_blocks = static_cast<int>(std::min<int64_t>((packed + 255) / 256, 4096));
-  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-
-  const int64_t HW = p.Hin * p.Win, c_tot = tg.px_words * CPW;
-  at::Tensor xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
-  const dim3 tgrid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels), static_cast<unsigned>((c_tot + 31) / 32),
-                   static_cast<unsigned>(p.N));
-  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
-  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const Staged st = stage_operands<T, kRound>(p, tg, x, w, stream, opts);
 
   // Two blocks an SM (128 registers a thread) measured no slower than one block
   // with no register cap (v2, v3), and hides the barrier of each stage better.
@@ -346,7 +333,7 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
   kernel<<<static_cast<unsigned>(grid), kThreads, S::kSmemBytes, stream>>>(
-      p, tg, reinterpret_cast<const uint32_t*>(xt.const_data_ptr<int>()), wpp, b, y);
+      p, tg, st.input(), st.weights(), b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -296,31 +296,19 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
   tg.words = gg.words;
   tg.co_pad = gg.co_pad;
   tg.px_words = static_cast<int>(p.groups * gg.words);
-  const int64_t rows = p.groups * p.KH * p.KW * gg.co_pad;
-  at::Tensor wp = at::empty({rows * gg.words}, opts.dtype(at::kInt));
-  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
-  const int pack_blocks = static_cast<int>(std::min<int64_t>((rows * gg.words + 255) / 256, 4096));
-  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(p, tg, w, wpp);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-
-  const int64_t HW = p.Hin * p.Win, c_tot = int64_t(tg.px_words) * CPW;
-  at::Tensor xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
-  const dim3 tgrid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels), static_cast<unsigned>((c_tot + 31) / 32),
-                   static_cast<unsigned>(p.N));
-  TORCH_CHECK(tgrid.y <= 65535 && tgrid.z <= 65535, "convt: too many channels or images for one launch");
-  to_channels_last_kernel<T, kRound><<<tgrid, dim3(32, 8), 0, stream>>>(p, tg, x, reinterpret_cast<T*>(xt.mutable_data_ptr<int>()));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t rows = p.groups * p.KH * p.KW * gg.co_pad, HW = p.Hin * p.Win;
+  const Staged st = stage_operands<T, kRound>(p, tg, x, w, stream, opts);
 
   const int row_bytes = gg.kws * 4;
   const cuuint64_t xdims[4] = {cuuint64_t(tg.px_words), cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.N)};
   const cuuint64_t xstrides[3] = {cuuint64_t(tg.px_words) * 4, cuuint64_t(p.Win * tg.px_words) * 4,
                                   cuuint64_t(HW * tg.px_words) * 4};
   const cuuint32_t xbox[4] = {cuuint32_t(gg.kws), 1u << gg.bw_log, 1u << gg.bh_log, 1u << gg.bn_log};
-  const CUtensorMap xmap = make_map(xt.const_data_ptr<int>(), 4, xdims, xstrides, xbox, row_bytes);
+  const CUtensorMap xmap = make_map(st.input(), 4, xdims, xstrides, xbox, row_bytes);
   const cuuint64_t wdims[2] = {cuuint64_t(gg.words), cuuint64_t(rows)};
   const cuuint64_t wstrides[1] = {cuuint64_t(gg.words) * 4};
   const cuuint32_t wbox[2] = {cuuint32_t(gg.kws), cuuint32_t(BN)};
-  const CUtensorMap wmap = make_map(wpp, 2, wdims, wstrides, wbox, row_bytes);
+  const CUtensorMap wmap = make_map(st.weights(), 2, wdims, wstrides, wbox, row_bytes);
 
   auto kernel = convt_wg_kernel<T, BN, MSUB, NS>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));

@@ -134,3 +134,35 @@ __global__ void to_channels_last_kernel(const ConvTParams p, const TcGrid tg, co
     __syncthreads();
   }
 }
+
+// The operand rewrites both tensor-core paths start with, queued on `stream`:
+// weights packed to k-words [g][kh][kw][co_pad][word] and the input copied
+// channels-last, as 32-bit words.
+struct Staged {
+  at::Tensor wp, xt;
+  const uint32_t* weights() const { return reinterpret_cast<const uint32_t*>(wp.const_data_ptr<int>()); }
+  const uint32_t* input() const { return reinterpret_cast<const uint32_t*>(xt.const_data_ptr<int>()); }
+};
+
+template <typename T, bool kRound>
+Staged stage_operands(const ConvTParams& p, const TcGrid& tg, const T* x, const T* w, cudaStream_t stream,
+                      const at::TensorOptions& opts) {
+  constexpr int CPW = Word<T>::kChannels;
+  Staged st;
+  const int64_t packed = p.groups * p.KH * p.KW * int64_t(tg.words) * tg.co_pad;
+  st.wp = at::empty({packed}, opts.dtype(at::kInt));
+  const int pack_blocks = static_cast<int>(std::min<int64_t>((packed + 255) / 256, 4096));
+  pack_weights_kernel<T, kRound><<<pack_blocks, 256, 0, stream>>>(
+      p, tg, w, reinterpret_cast<uint32_t*>(st.wp.mutable_data_ptr<int>()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  const int64_t HW = p.Hin * p.Win, c_tot = int64_t(tg.px_words) * CPW;
+  st.xt = at::empty({p.N * HW * tg.px_words}, opts.dtype(at::kInt));
+  const dim3 grid(static_cast<unsigned>((HW + kTransposePixels - 1) / kTransposePixels),
+                  static_cast<unsigned>((c_tot + 31) / 32), static_cast<unsigned>(p.N));
+  TORCH_CHECK(grid.y <= 65535 && grid.z <= 65535, "convt: too many channels or images for one launch");
+  to_channels_last_kernel<T, kRound><<<grid, dim3(32, 8), 0, stream>>>(
+      p, tg, x, reinterpret_cast<T*>(st.xt.mutable_data_ptr<int>()));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return st;
+}
