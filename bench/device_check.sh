@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build for sm_90, self-check, GPU tests (parity,
+# One call on the GPU machine: build for Hopper (sm_90a), self-check, GPU tests (parity,
 # KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
-# Usage there: bash bench/device_check.sh [kernels|bench|service|health|load|all]...
+# Usage there: bash bench/device_check.sh [kernels|bench|variants|service|health|load|all]...
+# variants (not in all): every forced CUDA path beside cuDNN, `python -m bench.variants
+# $CONVT_VARIANTS_ARGS`; CONVT_K picks GPU tests by -k expression.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -21,6 +23,10 @@ for part in "${@:-all}"; do
   case $part in
     bench|all)
       python3 -m bench.run --out "$OUT/bench" ${CONVT_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.txt" | tail -n 80 ;;
+  esac
+  case $part in
+    variants)
+      python3 -m bench.variants --out "$OUT" ${CONVT_VARIANTS_ARGS:-} 2>&1 | tee "$OUT/variants.txt" | tail -n 40 ;;
   esac
   case $part in
     service|all)
