@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -245,7 +244,8 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
     // 4x4: 32 blocks; 64-wide tiles 0.084 vs 0.102 ms, variants-v6.1-decoder.txt).
     const int64_t phases = std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
     const int64_t tall_blocks = (p.N * max_phase_pixels(p) + 255) / 256 * phases * ((p.Cout_g + 127) / 128) * p.groups;
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    int sms = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     if (p.Cout_g > 64 && tall_blocks >= 2 * sms) return {Path::kWg, TcTile::kAuto, WgTile::kBN128Tall};
     if (p.Cout_g > 32) return {Path::kWg, TcTile::kAuto, WgTile::kBN64};
     if (dtype == at::kFloat) return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
