@@ -238,17 +238,10 @@ Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int devi
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma, TcTile::kAuto, WgTile::kAuto};
   // wgmma where a k-chunk is full (32 channels or more) and the tile is at least 64
   // channels wide, or 32 wide in TF32: below that, or with fewer input channels,
-  // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6).
-  if (wg_ok && p.Cin_g >= 32) {
-    // 128 x 256 tiles, unless they leave the GPU short of blocks (DCGAN 512->256 at
-    // 4x4: 32 blocks; 64-wide tiles 0.084 vs 0.102 ms, variants-v6.1-decoder.txt).
-    const int64_t phases = std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
-    const int64_t tall_blocks = (p.N * max_phase_pixels(p) + 255) / 256 * phases * ((p.Cout_g + 127) / 128) * p.groups;
-    int sms = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    if (p.Cout_g > 64 && tall_blocks >= 2 * sms) return {Path::kWg, TcTile::kAuto, WgTile::kBN128Tall};
-    if (p.Cout_g > 32) return {Path::kWg, TcTile::kAuto, WgTile::kBN64};
-    if (dtype == at::kFloat) return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
+  // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6). The tile
+  // is launch_wg's pick, as for a forced "wg".
+  if (wg_ok && p.Cin_g >= 32 && (p.Cout_g > 32 || dtype == at::kFloat)) {
+    return {Path::kWg, TcTile::kAuto, WgTile::kAuto};
   }
   return {Path::kTc, TcTile::kAuto, WgTile::kAuto};
 }

@@ -316,6 +316,18 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The heuristic's tile: 128 x 256 past 64 output channels, unless that leaves the
+// GPU short of blocks (DCGAN 512->256 at 4x4: 32 blocks; 64-wide tiles 0.084 vs
+// 0.102 ms, docs/benchmarks/variants-v6.1-decoder.txt); else as wide as the channels.
+WgTile auto_tile(const ConvTParams& p, int device) {
+  const int64_t phases = std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
+  const int64_t tall_blocks = (p.N * max_phase_pixels(p) + 255) / 256 * phases * ((p.Cout_g + 127) / 128) * p.groups;
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (p.Cout_g > 64 && tall_blocks >= 2 * sms) return WgTile::kBN128Tall;
+  return p.Cout_g > 32 ? WgTile::kBN64 : WgTile::kBN32;
+}
+
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, WgTile tile, cudaStream_t stream) {
@@ -323,9 +335,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const T* wp = w.const_data_ptr<T>();
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   T* yp = out.mutable_data_ptr<T>();
-  if (tile == WgTile::kAuto) {
-    tile = p.Cout_g > 64 ? WgTile::kBN128 : p.Cout_g > 32 ? WgTile::kBN64 : WgTile::kBN32;
-  }
+  if (tile == WgTile::kAuto) tile = auto_tile(p, x.get_device());
   const auto o = x.options();
   switch (tile) {
     case WgTile::kBN32: launch_shape<T, 32, 2, 3>(p, xp, wp, bp, yp, stream, o); break;

@@ -90,12 +90,12 @@ __global__ void pack_weights_kernel(const ConvTParams p, const TcGrid tg, const 
   }
 }
 
-// x [N, Cin, H, W] -> [N, H, W, groups, words * CPW], zero in the padded channels,
-// TF32-rounded in the TF32 mode: a tiled transpose, coalesced on both sides.
 // Pixels a block of the transpose covers: four 32-pixel tiles, so each thread's
 // channel arithmetic (a division) is paid once per 4 tiles.
 constexpr int kTransposePixels = 128;
 
+// x [N, Cin, H, W] -> [N, H, W, groups, words * CPW], zero in the padded channels,
+// TF32-rounded in the TF32 mode: a tiled transpose, coalesced on both sides.
 template <typename T, bool kRound>
 __global__ void to_channels_last_kernel(const ConvTParams p, const TcGrid tg, const T* __restrict__ x,
                                         T* __restrict__ xt) {
