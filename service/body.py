@@ -26,7 +26,8 @@ def _too_large(size: int | str, limit: int, what: str = "request body") -> Paylo
                            f"(--max-request-bytes / CONVT_MAX_REQUEST_BYTES)")
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def request_header(scope: Scope, name: bytes) -> str | None:
+    """The value of header ``name`` (lower-case bytes) in an ASGI scope; the last one if repeated."""
     value = None
     for k, v in scope["headers"]:
         if k == name:
@@ -45,13 +46,13 @@ def _aligned(size: int, header_length: str | None) -> memoryview:
 
 async def read_body(scope: Scope, receive: Receive, limit: int, header_length: str | None = None) -> memoryview:
     """The body, writable; ``header_length`` (Inference-Header-Content-Length) only places it."""
-    declared = _header(scope, b"content-length")
+    declared = request_header(scope, b"content-length")
     if declared is not None:
         if not declared.strip().isdecimal():
             raise InvalidRequest(f"Content-Length must be a non-negative integer, got {declared!r}")
         if int(declared) > limit:
             raise _too_large(int(declared), limit)
-    encoding = (_header(scope, b"content-encoding") or "identity").strip().lower()
+    encoding = (request_header(scope, b"content-encoding") or "identity").strip().lower()
     if encoding not in ("", "identity", "gzip", "deflate"):
         raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported; send gzip, deflate or identity")
     if declared is not None:

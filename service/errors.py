@@ -12,7 +12,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger("convt.service")
@@ -95,13 +95,15 @@ def error_parts(exc: Exception) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     return status, headers, json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def _error_parts_response(exc: Exception) -> Response:
+    status, headers, body = error_parts(exc)
+    return Response(body, status_code=status, headers={k.decode("latin-1"): v.decode("latin-1") for k, v in headers})
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
-    async def _service(request: Request, exc: ServiceError) -> JSONResponse:
-        response = error_response(status_of(exc), str(exc))
-        if isinstance(exc, QueueFull):
-            response.headers["Retry-After"] = str(exc.retry_after_s)
-        return response
+    async def _service(request: Request, exc: ServiceError) -> Response:
+        return _error_parts_response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -120,4 +122,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, f"internal error ({type(exc).__name__}); the server logged the details")
+        return _error_parts_response(exc)

@@ -18,7 +18,7 @@ import re
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import errors, limits
-from .body import read_body
+from .body import read_body, request_header
 from .codec import HEADER_LENGTH
 from .dataplane import DataPlane
 from .settings import Settings
@@ -57,10 +57,7 @@ class InferFastPath:
     async def _infer(self, scope: Scope, receive: Receive, name: str, version: str | None):
         plane, s = self.plane, self.settings
         plane.model(name, version)  # 404 before reading a body meant for another model
-        header_length = None
-        for k, v in scope["headers"]:
-            if k == _HEADER_LENGTH:
-                header_length = v.decode("latin-1")
+        header_length = request_header(scope, _HEADER_LENGTH)
         with plane.batcher.arriving():
             body = await read_body(scope, receive, s.max_request_bytes, header_length)
             result = await limits.within(plane.infer(name, version, body, header_length), s.request_timeout_s,
