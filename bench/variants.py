@@ -1,7 +1,7 @@
 """Every CUDA code path of ours on the same cases, beside cuDNN, in one run.
 
     python -m bench.variants [--suite kernelbench|decoder|all] [--modes fp32,strict,fp16,bf16]
-                             [--algos ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,auto] [--out DIR] [--repeats 15]
+                             [--algos ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,wgh32,wgh64,wgh64s,wgh128,auto] [--out DIR] [--repeats 15]
 
 Forces each path with CONVT_CUDA_ALGO (read by the op on every call), checks it
 against float64 on a NaN-poisoned output, and times it with the suite's method.
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", choices=["kernelbench", "decoder", "all"], default="all")
     ap.add_argument("--modes", default="fp32,strict,fp16,bf16")
-    ap.add_argument("--algos", default="ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,auto")
+    ap.add_argument("--algos", default="ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,wgh32,wgh64,wgh64s,wgh128,auto")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)

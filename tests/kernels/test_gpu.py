@@ -32,7 +32,9 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 # Every CUDA path, forced: the FFMA kernel, the mma.sync kernel's three tiles and
 # the wgmma kernel's five (Hopper).
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
-ALGOS = ["ffma", "tc32", "tc64", "tc128", *WG_ALGOS]
+# The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
+WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
+ALGOS = ["ffma", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 
@@ -65,7 +67,9 @@ def check_cuda(case: Case, prec: str, seed: int) -> float:
     ref = reference(x, w, b, case)
     ctx = f"CONVT_TEST_SEED={seed} {prec} CONVT_CUDA_ALGO={os.environ.get('CONVT_CUDA_ALGO')} {case}"
     if wgmma_expected(prec):
-        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "wg", f"fell back: {ctx}"
+        # a halo tile falls back to wg where the input is not TMA-aligned (width % 4)
+        allowed = ("wgh", "wg") if os.environ["CONVT_CUDA_ALGO"].startswith("wgh") else ("wg",)
+        assert torch.ops.convt.cuda_path(x, w, *case.args()) in allowed, f"fell back: {ctx}"
     out = poisoned_out(case, dtype, "cuda")
     conv_transpose2d_out(x, w, b, *case.args(), out=out)
     torch.cuda.synchronize()
@@ -82,6 +86,8 @@ def check_cuda(case: Case, prec: str, seed: int) -> float:
 def test_random_configs_cuda(seed, precision, i, algo):
     if algo in WG_ALGOS and precision not in WG_PRECISIONS:
         pytest.skip("wgmma takes TF32, fp16 and bf16; the others fall back to the tc tests' path")
+    if algo in WGH_ALGOS and precision not in ("float32-tf32", "float16"):
+        pytest.skip("the halo kernel takes TF32 only; fp16 checks its fallback, the wg tests cover the rest")
     rng = random.Random(seed * 1000 + i)
     check_cuda(random_case(rng, max_hw=12, max_ch=6), precision, seed * 1000 + i)
 
@@ -101,8 +107,32 @@ def test_wide_channels_and_large_images_cuda(seed, precision, algo):
         check_cuda(case, precision, seed + j)
 
 
+@pytest.mark.parametrize("precision", ["float32-tf32"], indirect=True)
+@pytest.mark.parametrize("i", range(40))
+@pytest.mark.parametrize("algo", WGH_ALGOS, indirect=True)
+def test_halo_kernel_cuda(seed, precision, i, algo):
+    """Random problems the halo kernel takes (width a multiple of 4), forced onto it on
+    Hopper: several chunks and channel tails, groups, strides, dilations, padding,
+    pure-fill phases, images narrower and wider than a 64-column tile."""
+    rng = random.Random(seed * 7919 + i)
+    case = random_case(rng, max_hw=12, max_ch=6)
+    w_in = 4 * rng.randint(1, 40)
+    cin_g = rng.choice([1, 3, 16, 32, 33, 40, 64, 70])
+    cout_g = rng.choice([1, 5, 16, 32, 40, 64, 96, 130])
+    g = case.groups if cin_g * case.groups <= 256 and cout_g * case.groups <= 256 else 1
+    case = Case(case.n, cin_g * g, cout_g * g, case.k, (case.hw[0], w_in), case.stride, case.padding,
+                case.output_padding, case.dilation, g, case.bias, case.unbatched, noncontiguous=case.noncontiguous)
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    if torch.cuda.get_device_capability() == (9, 0) and case.n > 0:
+        gen = torch.Generator().manual_seed(0)
+        x, w, _ = case.tensors(torch.float32, "cuda", gen)
+        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "wgh", f"not on the halo kernel: {case}"
+    check_cuda(case, precision, seed * 7919 + i)
+
+
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""
@@ -116,7 +146,8 @@ def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     for _ in range(2):
         x = torch.rand(n, cin, *hw, device="cuda", generator=gen)  # KernelBench draws torch.rand
         if wgmma_expected(precision):
-            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == "wg", f"problem {pid} {algo}: fell back"
+            want = "wgh" if algo.startswith("wgh") else "wg"  # every problem's width is TMA-aligned
+            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
         conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)
         ref = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, g, d)

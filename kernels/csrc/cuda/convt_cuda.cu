@@ -192,58 +192,77 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
-// wg64, wg64t, wg128, wg128t; unset or auto: the heuristic. A forced tensor-core
-// path the problem or device cannot take falls back to the next one down
-// (wg -> tc -> ffma), as strict fp32 does from wg (wgmma has no 3xTF32 here).
-enum class Path { kFfma, kTc, kWg };
+// wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
+// wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
+// device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
+// as strict fp32 does from wg (wgmma has no 3xTF32 here).
+enum class Path { kFfma, kTc, kWg, kWgh };
 struct Algo {
   Path path;
-  TcTile tc_tile;
-  WgTile wg_tile;
+  TcTile tc_tile = TcTile::kAuto;
+  WgTile wg_tile = WgTile::kAuto;
+  WghTile wgh_tile = WghTile::kAuto;
 };
 
 struct Forced {
   const char* name;
-  Path path;
-  TcTile tc_tile;
-  WgTile wg_tile;
+  Algo algo;
 };
 constexpr Forced kForced[] = {
-    {"ffma", Path::kFfma, TcTile::kAuto, WgTile::kAuto},     {"tc", Path::kTc, TcTile::kAuto, WgTile::kAuto},
-    {"tc32", Path::kTc, TcTile::kBN32, WgTile::kAuto},       {"tc64", Path::kTc, TcTile::kBN64, WgTile::kAuto},
-    {"tc128", Path::kTc, TcTile::kBN128, WgTile::kAuto},     {"wg", Path::kWg, TcTile::kAuto, WgTile::kAuto},
-    {"wg32", Path::kWg, TcTile::kAuto, WgTile::kBN32},       {"wg64", Path::kWg, TcTile::kAuto, WgTile::kBN64},
-    {"wg64t", Path::kWg, TcTile::kAuto, WgTile::kBN64Tall},  {"wg128", Path::kWg, TcTile::kAuto, WgTile::kBN128},
-    {"wg128t", Path::kWg, TcTile::kAuto, WgTile::kBN128Tall},
+    {"ffma", {Path::kFfma}},
+    {"tc", {Path::kTc}},
+    {"tc32", {Path::kTc, TcTile::kBN32}},
+    {"tc64", {Path::kTc, TcTile::kBN64}},
+    {"tc128", {Path::kTc, TcTile::kBN128}},
+    {"wg", {Path::kWg}},
+    {"wg32", {Path::kWg, TcTile::kAuto, WgTile::kBN32}},
+    {"wg64", {Path::kWg, TcTile::kAuto, WgTile::kBN64}},
+    {"wg64t", {Path::kWg, TcTile::kAuto, WgTile::kBN64Tall}},
+    {"wg128", {Path::kWg, TcTile::kAuto, WgTile::kBN128}},
+    {"wg128t", {Path::kWg, TcTile::kAuto, WgTile::kBN128Tall}},
+    {"wgh", {Path::kWgh}},
+    {"wgh32", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN32}},
+    {"wgh64", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN64}},
+    {"wgh64s", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN64Small}},
+    {"wgh128", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN128}},
 };
 
-Algo choose_algo(const ConvTParams& p, at::ScalarType dtype, bool tf32, int device) {
+Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+  const at::ScalarType dtype = x.scalar_type();
   const char* env = std::getenv("CONVT_CUDA_ALGO");
   const bool tc_ok = tc_supports(p, dtype);
-  const bool wg_ok = tc_ok && (dtype != at::kFloat || tf32) && wg_supports(p, dtype) && wg_available(device);
-  if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0) {
+  const bool wg_ok = tc_ok && (dtype != at::kFloat || tf32) && wg_supports(p, dtype) && wg_available(x.get_device());
+  const bool forced = env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0;
+  if (forced) {
     for (const Forced& f : kForced) {
       if (std::strcmp(env, f.name) != 0) continue;
-      const Path path = f.path == Path::kWg && !wg_ok ? Path::kTc : f.path;
-      return {path == Path::kTc && !tc_ok ? Path::kFfma : path, f.tc_tile, f.wg_tile};
+      Algo a = f.algo;
+      if (a.path == Path::kWgh && !(wg_ok && dtype == at::kFloat && wgh_supports(p, x, a.wgh_tile))) a.path = Path::kWg;
+      if (a.path == Path::kWg && !wg_ok) a.path = Path::kTc;
+      if (a.path == Path::kTc && !tc_ok) a.path = Path::kFfma;
+      return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128 or "
-                "wg128t, not '", env, "'");
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+                "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
   // short K per phase (kb81: 32 channels x 1 tap) is a store-bound problem where
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
-  if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma, TcTile::kAuto, WgTile::kAuto};
+  if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
+  // TF32 on Hopper with phases at least 48 columns wide (the halo kernel's tiles
+  // are 64 wide) and a TMA-aligned input: the halo kernel, which reads NCHW itself.
+  if (wg_ok && dtype == at::kFloat && p.Cin_g >= 16 && phase_extent(0, p.sw, p.Wout) >= 48 &&
+      wgh_supports(p, x, WghTile::kAuto)) {
+    return {Path::kWgh};
+  }
   // wgmma where a k-chunk is full (32 channels or more) and the tile is at least 64
   // channels wide, or 32 wide in TF32: below that, or with fewer input channels,
   // mma.sync measured faster (bench.variants, docs/kernel-notes.md v6). The tile
   // is launch_wg's pick, as for a forced "wg".
-  if (wg_ok && p.Cin_g >= 32 && (p.Cout_g > 32 || dtype == at::kFloat)) {
-    return {Path::kWg, TcTile::kAuto, WgTile::kAuto};
-  }
-  return {Path::kTc, TcTile::kAuto, WgTile::kAuto};
+  if (wg_ok && p.Cin_g >= 32 && (p.Cout_g > 32 || dtype == at::kFloat)) return {Path::kWg};
+  return {Path::kTc};
 }
 
 void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
@@ -252,8 +271,9 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // fp32 follows cuDNN's switch: TF32 products when allowed, else 3xTF32,
   // which keeps fp32 accuracy on tensor cores.
   const bool tf32 = at::globalContext().allowTF32CuDNN();
-  const Algo algo = choose_algo(p, x.scalar_type(), tf32, x.get_device());
+  const Algo algo = choose_algo(p, x, tf32);
   switch (algo.path) {
+    case Path::kWgh: launch_wgh(p, x, w, b, out, algo.wgh_tile, stream); break;
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
@@ -268,11 +288,15 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
                       at::IntArrayRef dilation) {
   CONVT_CHECK(input.is_cuda(), "cuda_path: input must be a CUDA tensor");
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::Tensor input4 = input.dim() == 3 ? input.unsqueeze(0) : input;
+  // The operands as the backend sees them (run_conv_transpose2d's 4-d, contiguous input).
+  const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
   const ConvTParams p = make_params(input4, weight, c10::nullopt, stride, padding, output_padding, groups, dilation);
-  const Path path =
-      choose_algo(p, input.scalar_type(), at::globalContext().allowTF32CuDNN(), input.get_device()).path;
-  return path == Path::kWg ? "wg" : path == Path::kTc ? "tc" : "ffma";
+  switch (choose_algo(p, input4, at::globalContext().allowTF32CuDNN()).path) {
+    case Path::kWgh: return "wgh";
+    case Path::kWg: return "wg";
+    case Path::kTc: return "tc";
+    default: return "ffma";
+  }
 }
 
 }  // namespace

@@ -34,4 +34,14 @@ enum class WgTile { kAuto = 0, kBN32, kBN64, kBN64Tall, kBN128, kBN128Tall };
 void launch_wg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                WgTile tile, cudaStream_t stream);
 
+// The halo path (convt_wgh.cu, sm_90a, fp32 as TF32 only): TMA reads the NCHW
+// input itself, one halo of rows x columns per 32-channel chunk that every tap
+// of the phase shares, and wgmma takes A from registers loaded out of that halo
+// at any pixel shift. No channels-last copy; A crosses L2 once per chunk, not
+// once per tap.
+enum class WghTile { kAuto = 0, kBN32, kBN64, kBN64Small, kBN128 };
+bool wgh_supports(const ConvTParams& p, const at::Tensor& x, WghTile tile);
+void launch_wgh(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                WghTile tile, cudaStream_t stream);
+
 }  // namespace convt

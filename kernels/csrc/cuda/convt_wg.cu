@@ -25,9 +25,47 @@
 #include <string>
 #include <vector>
 
+#include "tma_map.h"
 #include "wgmma_ops.h"
 
 namespace convt {
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }
+  });
+  TORCH_CHECK(fn != nullptr, "convt: cuTensorMapEncodeTiled is not available from the CUDA driver");
+  return fn;
+}
+
+}  // namespace
+
+CUtensorMap encode_tiled_map(CUtensorMapDataType type, int rank, const void* base, const cuuint64_t* dims,
+                             const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
+  CUtensorMap map;
+  const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
+  const CUresult r = encode_fn()(&map, type, rank, const_cast<void*>(base), dims, strides, box, ones,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::string shape;
+    for (int i = 0; i < rank; ++i) {
+      shape += " dim" + std::to_string(i) + "=" + std::to_string(dims[i]) + " box=" + std::to_string(box[i]) +
+               (i > 0 ? " stride=" + std::to_string(strides[i - 1]) : "");
+    }
+    TORCH_CHECK(false, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), ":", shape);
+  }
+  return map;
+}
+
 namespace {
 
 #include "tc_common.cuh"
@@ -221,41 +259,13 @@ __global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess) {
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    }
-  });
-  TORCH_CHECK(fn != nullptr, "convt: cuTensorMapEncodeTiled is not available from the CUDA driver");
-  return fn;
-}
-
 // A tiled map of 32-bit words; dims and box innermost first, strides in bytes
 // for dims 1.. . Rows of 128 or 64 bytes are swizzled to match wgmma's
 // descriptors.
 CUtensorMap make_map(const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
                      const cuuint32_t* box, int row_bytes) {
-  CUtensorMap map;
-  const cuuint32_t ones[4] = {1, 1, 1, 1};
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, const_cast<void*>(base), dims, strides,
-                                 box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::string shape;
-    for (int i = 0; i < rank; ++i) {
-      shape += " dim" + std::to_string(i) + "=" + std::to_string(dims[i]) + " box=" + std::to_string(box[i]) +
-               (i > 0 ? " stride=" + std::to_string(strides[i - 1]) : "");
-    }
-    TORCH_CHECK(false, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), ":", shape);
-  }
-  return map;
+  return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, base, dims, strides, box,
+                          row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B);
 }
 
 int log2_ceil(int64_t v) {

@@ -1,0 +1,373 @@
+// Hopper halo kernel (sm_90a, fp32 as TF32): the per-phase implicit GEMM of
+// convt_wg.cu without its two costs (kernel-notes v6): the channels-last copy
+// (a full extra pass over the input) and one A box per tap through L2.
+//
+// TMA reads the NCHW input itself: per 32-channel chunk, one halo box of
+// (block rows + tap reach) x (64 + tap reach) pixels, laid out [channel][row][col],
+// which every tap of the phase shares. A tap's A tile is that halo shifted by a
+// pixel offset, which no wgmma shared-memory descriptor can express (K-major
+// TF32 needs channels contiguous; swizzle atoms start on 8-row boundaries), so
+// the consumers load A into registers (wgmma's register-A form) at any shift,
+// rounding to TF32 on the way. The plane pitch is padded so those loads are
+// free of bank conflicts. Weights stay K-major in shared memory, as in
+// convt_wg.cu.
+#include "convt_tc.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tma_map.h"
+#include "wgmma_ops.h"
+
+namespace convt {
+namespace {
+
+#include "tc_common.cuh"
+
+constexpr int kConsumerWarps = 8;  // two warpgroups
+constexpr int kThreads = (kConsumerWarps + 1) * 32;
+constexpr int kCols = 64;   // an m64 slice: 64 columns of one phase row
+constexpr int kChunk = 32;  // input channels a halo stage, one 128-byte weight row
+constexpr int kMaxSmem = 227 * 1024;
+
+#include "wg_ptx.cuh"
+
+// BN output channels x (2 * MSUB) phase rows x 64 columns a block; NH halo and
+// NW weight stages in flight.
+template <int BN, int MSUB, int NH, int NW>
+struct WghShape {
+  static constexpr int kRows = 2 * MSUB;
+  static constexpr int B_BYTES = BN * 128;
+  static constexpr int kBarrierBytes = 2 * (NH + NW) * 8;
+  static int smem_bytes(int halo_slot) { return NW * B_BYTES + NH * halo_slot + kBarrierBytes + 1024; }
+};
+
+struct WghGrid {
+  int hr, hc, plane;  // halo rows, columns, and plane pitch hr * hc (floats)
+  int halo_bytes;     // what one halo load writes: kChunk planes
+  int halo_slot;      // its shared-memory slot, rounded to 1024 bytes
+  int chunks, co_pad;
+  int w_tiles, h_tiles, co_tiles, phases_h, phases_w;
+  int64_t total;
+};
+
+template <int BN, int MSUB, int NH, int NW>
+__global__ void __launch_bounds__(kThreads, 1)
+    convt_wgh_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+                     const ConvTParams p, const WghGrid gg, const float* __restrict__ bias, float* __restrict__ y) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = WghShape<BN, MSUB, NH, NW>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* Bs = smem;  // swizzled weight rows: 1024-byte-aligned slots
+  const float* Hs = reinterpret_cast<const float*>(smem + NW * S::B_BYTES);
+  uint64_t* wfull = reinterpret_cast<uint64_t*>(smem + NW * S::B_BYTES + NH * gg.halo_slot);
+  uint64_t* wempty = wfull + NW;
+  uint64_t* hfull = wempty + NW;
+  uint64_t* hempty = hfull + NH;
+
+  // Phases fastest (their stores share output sectors), then channel tiles
+  // (they share the halo in L2), then the pixel tile.
+  int64_t rest = blockIdx.x;
+  const int rw = static_cast<int>(rest % gg.phases_w); rest /= gg.phases_w;
+  const int rh = static_cast<int>(rest % gg.phases_h); rest /= gg.phases_h;
+  const int co_tile = static_cast<int>(rest % gg.co_tiles); rest /= gg.co_tiles;
+  const int wt = static_cast<int>(rest % gg.w_tiles); rest /= gg.w_tiles;
+  const int ht = static_cast<int>(rest % gg.h_tiles); rest /= gg.h_tiles;
+  const int n = static_cast<int>(rest % p.N);
+  const int g = static_cast<int>(rest / p.N);
+
+  const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
+  const int qw0 = wt * kCols, qh0 = ht * S::kRows;
+  if (qw0 >= Mw || qh0 >= Mh) return;  // a smaller phase has fewer tiles than the largest one
+
+  const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+  const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
+  const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
+  const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+  // Consecutive taps of a phase read inputs dbh rows / dbw columns apart.
+  const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
+  const int taps = nth * ntw;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (tid == 0) {
+    for (int i = 0; i < NW; ++i) {
+      mbar_init(wfull + i, 1);
+      mbar_init(wempty + i, kConsumerWarps);
+    }
+    for (int i = 0; i < NH; ++i) {
+      mbar_init(hfull + i, 1);
+      mbar_init(hempty + i, kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == kConsumerWarps) {  // the producer: one thread issues every load
+    if (lane != 0 || taps == 0) return;
+    // The halo's corner: the last tap reads furthest up and left.
+    const int x0 = qw0 + static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) - (ntw - 1) * dbw;
+    const int y0 = qh0 + static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) - (nth - 1) * dbh;
+    int s = 0;
+    for (int c = 0; c < gg.chunks; ++c) {
+      const int hs = c % NH;
+      if (c >= NH) mbar_wait(hempty + hs, (c / NH - 1) & 1);
+      mbar_expect_tx(hfull + hs, gg.halo_bytes);
+      tma_load_5d(const_cast<float*>(Hs) + hs * (gg.halo_slot / 4), &xmap, hfull + hs, x0, y0, c * kChunk, g, n);
+      for (int ih = 0; ih < nth; ++ih) {
+        for (int iw = 0; iw < ntw; ++iw, ++s) {
+          const int ws = s % NW;
+          if (s >= NW) mbar_wait(wempty + ws, (s / NW - 1) & 1);
+          mbar_expect_tx(wfull + ws, S::B_BYTES);
+          const int kh = static_cast<int>(th.k0) + ih * static_cast<int>(th.step);
+          const int kw = static_cast<int>(tw.k0) + iw * static_cast<int>(tw.step);
+          tma_load_2d(Bs + ws * S::B_BYTES, &wmap, wfull + ws, c * kChunk,
+                      ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * gg.co_pad + co_tile * BN);
+        }
+      }
+    }
+    return;
+  }
+
+  // The consumers: warpgroup wgi owns phase rows qh0 + wgi * MSUB + j. Thread
+  // (warp wq of its group, lane) loads A rows 16 wq + lane/4 (+8) and k lane%4
+  // (+4) of each m64 x k8 step, as wgmma's register-A layout has them.
+  const int wgi = warp >> 2, wq = warp & 3, g4 = lane >> 2, t4 = lane & 3;
+  float acc[MSUB][BN / 2];
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+#pragma unroll
+    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
+    fence_regs(acc[j]);
+  }
+  const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4;
+  int s = 0;
+  for (int c = 0; c < gg.chunks && taps > 0; ++c) {
+    const float* halo = Hs + (c % NH) * (gg.halo_slot / 4) + a_thread;
+    mbar_wait(hfull + c % NH, (c / NH) & 1);
+    for (int ih = 0; ih < nth; ++ih) {
+      for (int iw = 0; iw < ntw; ++iw, ++s) {
+        // A registers are written only while none of this warpgroup's wgmma is in
+        // flight: ptxas serializes every wgmma otherwise. The other warpgroup's
+        // wgmma keeps the tensor cores busy over these loads.
+        const float* a = halo + (nth - 1 - ih) * dbh * gg.hc + (ntw - 1 - iw) * dbw;
+        uint32_t fr[kChunk / 8][MSUB][4];
+#pragma unroll
+        for (int k = 0; k < kChunk / 8; ++k) {
+#pragma unroll
+          for (int j = 0; j < MSUB; ++j) {
+            const float* aj = a + j * gg.hc + 8 * k * gg.plane;
+            fr[k][j][0] = tf32_round(aj[0]);
+            fr[k][j][1] = tf32_round(aj[8]);
+            fr[k][j][2] = tf32_round(aj[4 * gg.plane]);
+            fr[k][j][3] = tf32_round(aj[4 * gg.plane + 8]);
+          }
+        }
+        const int ws = s % NW;
+        mbar_wait(wfull + ws, (s / NW) & 1);
+        const uint64_t db = smem_desc(Bs + ws * S::B_BYTES, 128);
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < kChunk / 8; ++k) {
+#pragma unroll
+          for (int j = 0; j < MSUB; ++j) wg::WgmmaRs<wg::Tf32, BN>::run(acc[j], fr[k][j], db + 2 * k, 1);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (lane == 0) {
+          mbar_arrive(wempty + ws);
+          if (ih == nth - 1 && iw == ntw - 1) mbar_arrive(hempty + c % NH);
+        }
+      }
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
+
+  // Accumulator layout: register 4c + {0,1,2,3} of slice j is (row g4, col
+  // 8c + 2 t4), (.., +1), (row g4 + 8, ..), (.., +1), rows 16 wq.. of the slice.
+  const int64_t plane = p.Hout * p.Wout;
+#pragma unroll
+  for (int j = 0; j < MSUB; ++j) {
+    const int qh = qh0 + wgi * MSUB + j;
+    if (qh >= Mh) continue;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int qw = qw0 + wq * 16 + half * 8 + g4;
+      if (qw >= Mw) continue;
+      const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(qw) * p.sw;
+      float* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+#pragma unroll
+      for (int c = 0; c < BN / 8; ++c) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int co = co_tile * BN + c * 8 + 2 * t4 + e;
+          if (co < p.Cout_g) {
+            const float bv = bias != nullptr ? bias[int64_t(g) * p.Cout_g + co] : 0.f;
+            yp[co * plane] = acc[j][c * 4 + half * 2 + e] + bv;
+          }
+        }
+      }
+    }
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+// Halo rows and columns the block's taps reach; phases with fewer taps read a
+// part of the same box.
+struct Reach {
+  int64_t rows, cols;
+};
+Reach halo_reach(const ConvTParams& p, int rows) {
+  const PhaseTaps th = phase_taps(0, p.ph, p.sh, p.dh, p.KH), tw = phase_taps(0, p.pw, p.sw, p.dw, p.KW);
+  // Every phase has at most ceil(K / step) taps, and step is the same for all.
+  const int64_t nth = (p.KH + th.step - 1) / th.step, ntw = (p.KW + tw.step - 1) / tw.step;
+  return {rows + (nth - 1) * (th.step * p.dh / p.sh), kCols + (ntw - 1) * (tw.step * p.dw / p.sw)};
+}
+
+// The smallest halo of at least `reach` whose plane pitch is 8 or 24 mod 32
+// words: the 4 k-planes x 8 pixels a warp's load touches then fall in 32
+// distinct banks. Columns are a multiple of 4 (TMA rows are 16-byte multiples);
+// a row count that is a multiple of 4 admits no such pitch, so it may grow by one.
+bool halo_shape(Reach reach, int* hr, int* hc) {
+  int64_t best = -1;
+  for (int64_t r = reach.rows; r <= reach.rows + 1; ++r) {
+    for (int64_t c = (reach.cols + 3) / 4 * 4; c <= reach.cols + 35; c += 4) {
+      const int64_t pitch = r * c;
+      if ((pitch % 32 == 8 || pitch % 32 == 24) && (best < 0 || pitch < best)) {
+        best = pitch;
+        *hr = static_cast<int>(r);
+        *hc = static_cast<int>(c);
+      }
+    }
+  }
+  return best > 0 && *hr <= 256 && *hc <= 256;
+}
+
+template <int BN, int MSUB, int NH, int NW>
+bool shape_fits(const ConvTParams& p, WghGrid* gg) {
+  using S = WghShape<BN, MSUB, NH, NW>;
+  int hr = 0, hc = 0;
+  if (!halo_shape(halo_reach(p, S::kRows), &hr, &hc)) return false;
+  gg->hr = hr;
+  gg->hc = hc;
+  gg->plane = hr * hc;
+  gg->halo_bytes = kChunk * gg->plane * 4;
+  gg->halo_slot = (gg->halo_bytes + 1023) / 1024 * 1024;
+  return S::smem_bytes(gg->halo_slot) <= kMaxSmem;
+}
+
+template <int BN, int MSUB, int NH, int NW>
+void launch_shape(const ConvTParams& p, const float* x, const float* w, const float* b, float* y, cudaStream_t stream,
+                  const at::TensorOptions& opts) {
+  using S = WghShape<BN, MSUB, NH, NW>;
+  WghGrid gg;
+  const bool fits = shape_fits<BN, MSUB, NH, NW>(p, &gg);
+  TORCH_CHECK(fits, "convt: the halo kernel's tile does not fit this problem");
+  gg.chunks = static_cast<int>((p.Cin_g + kChunk - 1) / kChunk);
+  gg.co_tiles = static_cast<int>((p.Cout_g + BN - 1) / BN);
+  gg.co_pad = gg.co_tiles * BN;
+  gg.phases_h = static_cast<int>(std::min(p.sh, p.Hout));
+  gg.phases_w = static_cast<int>(std::min(p.sw, p.Wout));
+  const int64_t Mh = phase_extent(0, p.sh, p.Hout), Mw = phase_extent(0, p.sw, p.Wout);
+  gg.w_tiles = static_cast<int>((Mw + kCols - 1) / kCols);
+  gg.h_tiles = static_cast<int>((Mh + S::kRows - 1) / S::kRows);
+  gg.total = p.groups * p.N * int64_t(gg.h_tiles) * gg.w_tiles * gg.co_tiles * gg.phases_h * gg.phases_w;
+  TORCH_CHECK(gg.total < (int64_t(1) << 31), "convt: too many output tiles for one launch");
+
+  // Weights as the other tensor-core paths pack them (TF32-rounded k-words,
+  // [g][kh][kw][co_pad][word]), read by a swizzled 2-d map.
+  TcGrid tg;
+  tg.words = gg.chunks * kChunk;
+  tg.co_pad = gg.co_pad;
+  tg.px_words = 0;
+  const int64_t rows = p.groups * p.KH * p.KW * gg.co_pad, packed = rows * tg.words;
+  at::Tensor wp = at::empty({packed}, opts.dtype(at::kInt));
+  uint32_t* wpp = reinterpret_cast<uint32_t*>(wp.mutable_data_ptr<int>());
+  pack_weights_kernel<float, true>
+      <<<static_cast<int>(std::min<int64_t>((packed + 255) / 256, 4096)), 256, 0, stream>>>(p, tg, w, wpp);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const cuuint64_t wdims[2] = {cuuint64_t(tg.words), cuuint64_t(rows)};
+  const cuuint64_t wstrides[1] = {cuuint64_t(tg.words) * 4};
+  const cuuint32_t wbox[2] = {cuuint32_t(kChunk), cuuint32_t(BN)};
+  const CUtensorMap wmap =
+      encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, wpp, wdims, wstrides, wbox, CU_TENSOR_MAP_SWIZZLE_128B);
+
+  // The input as [n][g][ci][h][w]: the channel extent is one group's, so TMA
+  // zero-fills a chunk's channels past the group as it does pixels past the edge.
+  const int64_t HW = p.Hin * p.Win;
+  const cuuint64_t xdims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
+                               cuuint64_t(p.N)};
+  const cuuint64_t xstrides[4] = {cuuint64_t(p.Win) * 4, cuuint64_t(HW) * 4, cuuint64_t(p.Cin_g * HW) * 4,
+                                  cuuint64_t(p.Cin * HW) * 4};
+  const cuuint32_t xbox[5] = {cuuint32_t(gg.hc), cuuint32_t(gg.hr), cuuint32_t(kChunk), 1, 1};
+  const CUtensorMap xmap =
+      encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, x, xdims, xstrides, xbox, CU_TENSOR_MAP_SWIZZLE_NONE);
+
+  const int smem = S::smem_bytes(gg.halo_slot);
+  auto kernel = convt_wgh_kernel<BN, MSUB, NH, NW>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel<<<static_cast<unsigned>(gg.total), kThreads, smem, stream>>>(xmap, wmap, p, gg, b, y);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+WghTile auto_tile(const ConvTParams& p) {
+  return p.Cout_g <= 32 ? WghTile::kBN32 : p.Cout_g <= 64 ? WghTile::kBN64 : WghTile::kBN128;
+}
+
+template <int BN_, int MSUB_, int NH_, int NW_>
+struct Tile {
+  static constexpr int BN = BN_, MSUB = MSUB_, NH = NH_, NW = NW_;
+};
+
+// Each tile's shape, in one place for the launch and the support check.
+template <typename F>
+auto with_shape(WghTile tile, F&& f) {
+  switch (tile) {
+    case WghTile::kBN32: return f(Tile<32, 2, 2, 4>{});
+    case WghTile::kBN64Small: return f(Tile<64, 1, 1, 4>{});
+    case WghTile::kBN128: return f(Tile<128, 1, 2, 4>{});
+    default: return f(Tile<64, 2, 2, 4>{});
+  }
+}
+
+}  // namespace
+
+bool wgh_supports(const ConvTParams& p, const at::Tensor& x, WghTile tile) {
+  // TMA: 16-byte-aligned base and row strides; 32-bit coordinates.
+  if (x.scalar_type() != at::kFloat || p.Win % 4 != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) {
+    return false;
+  }
+  const int64_t lim = (int64_t(1) << 31) - 1;
+  if (p.Hin + p.KH * p.dh >= lim || p.Win + p.KW * p.dw >= lim || p.N >= lim ||
+      p.groups * p.KH * p.KW * (p.Cout_g + 128) >= lim || p.Cin_g + kChunk >= lim) {
+    return false;
+  }
+  WghGrid gg;
+  return with_shape(tile == WghTile::kAuto ? auto_tile(p) : tile, [&](auto t) {
+    using T = decltype(t);
+    return shape_fits<T::BN, T::MSUB, T::NH, T::NW>(p, &gg);
+  });
+}
+
+void launch_wgh(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                WghTile tile, cudaStream_t stream) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat, "convt: the halo path takes float32 (as TF32)");
+  const float* xp = x.const_data_ptr<float>();
+  const float* wp = w.const_data_ptr<float>();
+  const float* bp = b.defined() ? b.const_data_ptr<float>() : nullptr;
+  float* yp = out.mutable_data_ptr<float>();
+  const auto o = x.options();
+  with_shape(tile == WghTile::kAuto ? auto_tile(p) : tile, [&](auto t) {
+    using T = decltype(t);
+    launch_shape<T::BN, T::MSUB, T::NH, T::NW>(p, xp, wp, bp, yp, stream, o);
+  });
+}
+
+}  // namespace convt
