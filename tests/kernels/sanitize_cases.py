@@ -26,9 +26,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (3, 40, 130, (4, 4), (7, 5), 2, 1, 1, 1, 1, torch.float16, "wg128t", True),     # fp16, 2 co tiles
     (2, 6, 40, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16, "wg32", True),        # bf16, 64 B rows, fill
     # halo kernel (Hopper, TF32): two chunks with a tail, 2 co tiles, groups with pure-fill phases
-    (2, 40, 20, (3, 3), (9, 16), 1, 1, 0, 1, 1, torch.float32, "wgh32", True),
-    (1, 64, 70, (4, 4), (7, 12), 2, 1, 1, 1, 1, torch.float32, "wgh128", True),
-    (2, 34, 40, (3, 3), (4, 8), 5, 1, 4, 2, 2, torch.float32, "wgh64s", True),
+    (2, 40, 20, (3, 3), (9, 132), 1, 1, 0, 1, 1, torch.float32, "wgh32", True),
+    (1, 64, 70, (4, 4), (7, 100), 2, 1, 1, 1, 1, torch.float32, "wgh128", True),
+    (2, 68, 40, (3, 3), (8, 96), 5, 1, 4, 2, 2, torch.float32, "wgh64s", True),
 ]
 
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:

@@ -254,7 +254,9 @@ template <int BN, int MSUB, int NH, int NW>
 bool shape_fits(const ConvTParams& p, WghGrid* gg) {
   using S = WghShape<BN, MSUB, NH, NW>;
   int hr = 0, hc = 0;
-  if (!halo_shape(halo_reach(p, S::kRows), &hr, &hc)) return false;
+  // A TMA box larger than its tensor faults at the load (illegal instruction)
+  // although the map encodes: the halo must fit the image, the chunk the group.
+  if (!halo_shape(halo_reach(p, S::kRows), &hr, &hc) || hr > p.Hin || hc > p.Win || p.Cin_g < kChunk) return false;
   gg->hr = hr;
   gg->hc = hc;
   gg->plane = hr * hc;
