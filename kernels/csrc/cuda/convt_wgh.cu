@@ -93,6 +93,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Consecutive taps of a phase read inputs dbh rows / dbw columns apart.
   const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
   const int taps = nth * ntw;
+  // The halo's corner: the last tap reads furthest up and left. TMA faults
+  // (illegal instruction) unless the innermost start coordinate is 16-byte
+  // aligned, so the box starts up to 3 columns further left.
+  const int x0 = qw0 + (ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0) - (ntw - 1) * dbw;
+  const int x0a = x0 & ~3, shift = x0 - x0a;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0) {
@@ -110,15 +115,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (warp == kConsumerWarps) {  // the producer: one thread issues every load
     if (lane != 0 || taps == 0) return;
-    // The halo's corner: the last tap reads furthest up and left.
-    const int x0 = qw0 + static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) - (ntw - 1) * dbw;
     const int y0 = qh0 + static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) - (nth - 1) * dbh;
     int s = 0;
     for (int c = 0; c < gg.chunks; ++c) {
       const int hs = c % NH;
       if (c >= NH) mbar_wait(hempty + hs, (c / NH - 1) & 1);
       mbar_expect_tx(hfull + hs, gg.halo_bytes);
-      tma_load_5d(const_cast<float*>(Hs) + hs * (gg.halo_slot / 4), &xmap, hfull + hs, x0, y0, c * kChunk, g, n);
+      tma_load_5d(const_cast<float*>(Hs) + hs * (gg.halo_slot / 4), &xmap, hfull + hs, x0a, y0, c * kChunk, g, n);
       for (int ih = 0; ih < nth; ++ih) {
         for (int iw = 0; iw < ntw; ++iw, ++s) {
           const int ws = s % NW;
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
     fence_regs(acc[j]);
   }
-  const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4;
+  const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4 + shift;
   int s = 0;
   for (int c = 0; c < gg.chunks && taps > 0; ++c) {
     const float* halo = Hs + (c % NH) * (gg.halo_slot / 4) + a_thread;
@@ -228,7 +231,8 @@ Reach halo_reach(const ConvTParams& p, int rows) {
   const PhaseTaps th = phase_taps(0, p.ph, p.sh, p.dh, p.KH), tw = phase_taps(0, p.pw, p.sw, p.dw, p.KW);
   // Every phase has at most ceil(K / step) taps, and step is the same for all.
   const int64_t nth = (p.KH + th.step - 1) / th.step, ntw = (p.KW + tw.step - 1) / tw.step;
-  return {rows + (nth - 1) * (th.step * p.dh / p.sh), kCols + (ntw - 1) * (tw.step * p.dw / p.sw)};
+  // + 3 columns: the box starts on a 16-byte-aligned column (the kernel's x0a).
+  return {rows + (nth - 1) * (th.step * p.dh / p.sh), kCols + 3 + (ntw - 1) * (tw.step * p.dw / p.sw)};
 }
 
 // The smallest halo of at least `reach` whose plane pitch is 8 or 24 mod 32
