@@ -37,27 +37,82 @@ constexpr int kMaxSmem = 227 * 1024;
 
 #include "wg_ptx.cuh"
 
-// BN output channels x (2 * MSUB) phase rows x 64 columns a block; NH halo and
-// NW weight stages in flight.
+// BN output channels x (2 * MSUB) phase rows x 64 columns a tile; up to NH halo
+// (gg.nh of them when smaller halos fit) and NW weight stages in flight.
 template <int BN, int MSUB, int NH, int NW>
 struct WghShape {
   static constexpr int kRows = 2 * MSUB;
   static constexpr int B_BYTES = BN * 128;
   static constexpr int kBarrierBytes = 2 * (NH + NW) * 8;
-  static int smem_bytes(int halo_slot) { return NW * B_BYTES + NH * halo_slot + kBarrierBytes + 1024; }
+  // One halo slot and one m64 slice a warpgroup leave room for two blocks an SM.
+  static constexpr int kBlocksPerSm = MSUB == 1 && NH == 1 ? 2 : 1;
+  static int smem_bytes(int halo_slot, int nh) { return NW * B_BYTES + nh * halo_slot + kBarrierBytes + 1024; }
 };
 
 struct WghGrid {
   int hr, hc, plane;  // halo rows, columns, and plane pitch hr * hc (floats)
   int halo_bytes;     // what one halo load writes: kChunk planes
   int halo_slot;      // its shared-memory slot, rounded to 1024 bytes
+  int nh;             // halo slots
   int chunks, co_pad;
   int w_tiles, h_tiles, co_tiles, phases_h, phases_w;
   int64_t total;
 };
 
+// One output tile: a phase, a channel tile, 2 * MSUB phase rows x 64 columns of
+// one image and group, and the taps its phase takes.
+struct TileWork {
+  int rw, rh, co_tile, n, g, qw0, qh0, Mh, Mw;
+  int nth, ntw, kh0, kw0, sth, stw, dbh, dbw;  // taps: count, first, step; input step between taps
+  int x0a, shift, y0;                          // the halo box corner; columns it starts left of the taps' need
+};
+
+__device__ __forceinline__ bool decode_tile(int64_t t, const ConvTParams& p, const WghGrid& gg, int rows, TileWork& d) {
+  // Phases fastest (their stores share output sectors), then channel tiles
+  // (they share the halo in L2), then the pixel tile.
+  d.rw = static_cast<int>(t % gg.phases_w); t /= gg.phases_w;
+  d.rh = static_cast<int>(t % gg.phases_h); t /= gg.phases_h;
+  d.co_tile = static_cast<int>(t % gg.co_tiles); t /= gg.co_tiles;
+  const int wt = static_cast<int>(t % gg.w_tiles); t /= gg.w_tiles;
+  const int ht = static_cast<int>(t % gg.h_tiles); t /= gg.h_tiles;
+  d.n = static_cast<int>(t % p.N);
+  d.g = static_cast<int>(t / p.N);
+  d.Mh = static_cast<int>(phase_extent(d.rh, p.sh, p.Hout));
+  d.Mw = static_cast<int>(phase_extent(d.rw, p.sw, p.Wout));
+  d.qw0 = wt * kCols;
+  d.qh0 = ht * rows;
+  if (d.qw0 >= d.Mw || d.qh0 >= d.Mh) return false;  // a smaller phase has fewer tiles than the largest one
+  const PhaseTaps th = phase_taps(d.rh, p.ph, p.sh, p.dh, p.KH);
+  const PhaseTaps tw = phase_taps(d.rw, p.pw, p.sw, p.dw, p.KW);
+  d.nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
+  d.ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+  d.kh0 = static_cast<int>(th.k0);
+  d.kw0 = static_cast<int>(tw.k0);
+  d.sth = static_cast<int>(th.step);
+  d.stw = static_cast<int>(tw.step);
+  // Consecutive taps of a phase read inputs dbh rows / dbw columns apart.
+  d.dbh = static_cast<int>(th.step * p.dh / p.sh);
+  d.dbw = static_cast<int>(tw.step * p.dw / p.sw);
+  if (d.nth == 0 || d.ntw == 0) {
+    d.nth = d.ntw = 0;  // pure fill
+    d.x0a = d.shift = d.y0 = 0;
+    return true;
+  }
+  // The halo's corner: the last tap reads furthest up and left. TMA faults
+  // (illegal instruction) unless the innermost start coordinate is 16-byte
+  // aligned, so the box starts up to 3 columns further left.
+  const int x0 = d.qw0 + static_cast<int>(tap_offset(d.rw, p.pw, p.sw, p.dw, tw.k0)) - (d.ntw - 1) * d.dbw;
+  d.x0a = x0 & ~3;
+  d.shift = x0 - d.x0a;
+  d.y0 = d.qh0 + static_cast<int>(tap_offset(d.rh, p.ph, p.sh, p.dh, th.k0)) - (d.nth - 1) * d.dbh;
+  return true;
+}
+
+// Persistent: each block walks tiles blockIdx.x, + gridDim.x, ...; the stage
+// counters run on across tiles, so the producer loads the next tile's halo and
+// weights while the consumers finish this one.
 template <int BN, int MSUB, int NH, int NW>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, WghShape<BN, MSUB, NH, NW>::kBlocksPerSm)
     convt_wgh_kernel(const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
                      const ConvTParams p, const WghGrid gg, const float* __restrict__ bias, float* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -66,38 +121,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* Bs = smem;  // swizzled weight rows: 1024-byte-aligned slots
   const float* Hs = reinterpret_cast<const float*>(smem + NW * S::B_BYTES);
-  uint64_t* wfull = reinterpret_cast<uint64_t*>(smem + NW * S::B_BYTES + NH * gg.halo_slot);
+  uint64_t* wfull = reinterpret_cast<uint64_t*>(smem + NW * S::B_BYTES + gg.nh * gg.halo_slot);
   uint64_t* wempty = wfull + NW;
   uint64_t* hfull = wempty + NW;
   uint64_t* hempty = hfull + NH;
-
-  // Phases fastest (their stores share output sectors), then channel tiles
-  // (they share the halo in L2), then the pixel tile.
-  int64_t rest = blockIdx.x;
-  const int rw = static_cast<int>(rest % gg.phases_w); rest /= gg.phases_w;
-  const int rh = static_cast<int>(rest % gg.phases_h); rest /= gg.phases_h;
-  const int co_tile = static_cast<int>(rest % gg.co_tiles); rest /= gg.co_tiles;
-  const int wt = static_cast<int>(rest % gg.w_tiles); rest /= gg.w_tiles;
-  const int ht = static_cast<int>(rest % gg.h_tiles); rest /= gg.h_tiles;
-  const int n = static_cast<int>(rest % p.N);
-  const int g = static_cast<int>(rest / p.N);
-
-  const int Mh = static_cast<int>(phase_extent(rh, p.sh, p.Hout)), Mw = static_cast<int>(phase_extent(rw, p.sw, p.Wout));
-  const int qw0 = wt * kCols, qh0 = ht * S::kRows;
-  if (qw0 >= Mw || qh0 >= Mh) return;  // a smaller phase has fewer tiles than the largest one
-
-  const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
-  const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-  const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
-  const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
-  // Consecutive taps of a phase read inputs dbh rows / dbw columns apart.
-  const int dbh = static_cast<int>(th.step * p.dh / p.sh), dbw = static_cast<int>(tw.step * p.dw / p.sw);
-  const int taps = nth * ntw;
-  // The halo's corner: the last tap reads furthest up and left. TMA faults
-  // (illegal instruction) unless the innermost start coordinate is 16-byte
-  // aligned, so the box starts up to 3 columns further left.
-  const int x0 = qw0 + (ntw ? static_cast<int>(tap_offset(rw, p.pw, p.sw, p.dw, tw.k0)) : 0) - (ntw - 1) * dbw;
-  const int x0a = x0 & ~3, shift = x0 - x0a;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   if (tid == 0) {
@@ -113,24 +140,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
+  TileWork d;
+  int s = 0, h = 0;  // weight stages and halo chunks so far, in both roles
   if (warp == kConsumerWarps) {  // the producer: one thread issues every load
-    if (lane != 0 || taps == 0) return;
-    const int y0 = qh0 + static_cast<int>(tap_offset(rh, p.ph, p.sh, p.dh, th.k0)) - (nth - 1) * dbh;
-    int s = 0;
-    for (int c = 0; c < gg.chunks; ++c) {
-      const int hs = c % NH;
-      if (c >= NH) mbar_wait(hempty + hs, (c / NH - 1) & 1);
-      mbar_expect_tx(hfull + hs, gg.halo_bytes);
-      tma_load_5d(const_cast<float*>(Hs) + hs * (gg.halo_slot / 4), &xmap, hfull + hs, x0a, y0, c * kChunk, g, n);
-      for (int ih = 0; ih < nth; ++ih) {
-        for (int iw = 0; iw < ntw; ++iw, ++s) {
-          const int ws = s % NW;
-          if (s >= NW) mbar_wait(wempty + ws, (s / NW - 1) & 1);
-          mbar_expect_tx(wfull + ws, S::B_BYTES);
-          const int kh = static_cast<int>(th.k0) + ih * static_cast<int>(th.step);
-          const int kw = static_cast<int>(tw.k0) + iw * static_cast<int>(tw.step);
-          tma_load_2d(Bs + ws * S::B_BYTES, &wmap, wfull + ws, c * kChunk,
-                      ((g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * gg.co_pad + co_tile * BN);
+    if (lane != 0) return;
+    for (int64_t t = blockIdx.x; t < gg.total; t += gridDim.x) {
+      if (!decode_tile(t, p, gg, S::kRows, d) || d.nth == 0) continue;
+      for (int c = 0; c < gg.chunks; ++c, ++h) {
+        const int hs = h % gg.nh;
+        if (h >= gg.nh) mbar_wait(hempty + hs, (h / gg.nh - 1) & 1);
+        mbar_expect_tx(hfull + hs, gg.halo_bytes);
+        tma_load_5d(const_cast<float*>(Hs) + hs * (gg.halo_slot / 4), &xmap, hfull + hs, d.x0a, d.y0, c * kChunk,
+                    d.g, d.n);
+        for (int ih = 0; ih < d.nth; ++ih) {
+          for (int iw = 0; iw < d.ntw; ++iw, ++s) {
+            const int ws = s % NW;
+            if (s >= NW) mbar_wait(wempty + ws, (s / NW - 1) & 1);
+            mbar_expect_tx(wfull + ws, S::B_BYTES);
+            const int kh = d.kh0 + ih * d.sth, kw = d.kw0 + iw * d.stw;
+            tma_load_2d(Bs + ws * S::B_BYTES, &wmap, wfull + ws, c * kChunk,
+                        ((d.g * static_cast<int>(p.KH) + kh) * static_cast<int>(p.KW) + kw) * gg.co_pad +
+                            d.co_tile * BN);
+          }
         }
       }
     }
@@ -141,79 +172,81 @@ __global__ void __launch_bounds__(kThreads, 1)
   // (warp wq of its group, lane) loads A rows 16 wq + lane/4 (+8) and k lane%4
   // (+4) of each m64 x k8 step, as wgmma's register-A layout has them.
   const int wgi = warp >> 2, wq = warp & 3, g4 = lane >> 2, t4 = lane & 3;
-  float acc[MSUB][BN / 2];
+  const int64_t plane = p.Hout * p.Wout;
+  for (int64_t t = blockIdx.x; t < gg.total; t += gridDim.x) {
+    if (!decode_tile(t, p, gg, S::kRows, d)) continue;
+    float acc[MSUB][BN / 2];
 #pragma unroll
-  for (int j = 0; j < MSUB; ++j) {
+    for (int j = 0; j < MSUB; ++j) {
 #pragma unroll
-    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
-    fence_regs(acc[j]);
-  }
-  const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4 + shift;
-  int s = 0;
-  for (int c = 0; c < gg.chunks && taps > 0; ++c) {
-    const float* halo = Hs + (c % NH) * (gg.halo_slot / 4) + a_thread;
-    mbar_wait(hfull + c % NH, (c / NH) & 1);
-    for (int ih = 0; ih < nth; ++ih) {
-      for (int iw = 0; iw < ntw; ++iw, ++s) {
-        // A registers are written only while none of this warpgroup's wgmma is in
-        // flight: ptxas serializes every wgmma otherwise. The other warpgroup's
-        // wgmma keeps the tensor cores busy over these loads.
-        const float* a = halo + (nth - 1 - ih) * dbh * gg.hc + (ntw - 1 - iw) * dbw;
-        uint32_t fr[kChunk / 8][MSUB][4];
+      for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
+      fence_regs(acc[j]);
+    }
+    const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4 + d.shift;
+    for (int c = 0; c < gg.chunks && d.nth > 0; ++c, ++h) {
+      const int hs = h % gg.nh;
+      const float* halo = Hs + hs * (gg.halo_slot / 4) + a_thread;
+      mbar_wait(hfull + hs, (h / gg.nh) & 1);
+      for (int ih = 0; ih < d.nth; ++ih) {
+        for (int iw = 0; iw < d.ntw; ++iw, ++s) {
+          // A registers are written only while none of this warpgroup's wgmma is in
+          // flight: ptxas serializes every wgmma otherwise. The other warpgroup's
+          // wgmma keeps the tensor cores busy over these loads.
+          const float* a = halo + (d.nth - 1 - ih) * d.dbh * gg.hc + (d.ntw - 1 - iw) * d.dbw;
+          uint32_t fr[kChunk / 8][MSUB][4];
 #pragma unroll
-        for (int k = 0; k < kChunk / 8; ++k) {
+          for (int k = 0; k < kChunk / 8; ++k) {
 #pragma unroll
-          for (int j = 0; j < MSUB; ++j) {
-            const float* aj = a + j * gg.hc + 8 * k * gg.plane;
-            fr[k][j][0] = tf32_round(aj[0]);
-            fr[k][j][1] = tf32_round(aj[8]);
-            fr[k][j][2] = tf32_round(aj[4 * gg.plane]);
-            fr[k][j][3] = tf32_round(aj[4 * gg.plane + 8]);
+            for (int j = 0; j < MSUB; ++j) {
+              const float* aj = a + j * gg.hc + 8 * k * gg.plane;
+              fr[k][j][0] = tf32_round(aj[0]);
+              fr[k][j][1] = tf32_round(aj[8]);
+              fr[k][j][2] = tf32_round(aj[4 * gg.plane]);
+              fr[k][j][3] = tf32_round(aj[4 * gg.plane + 8]);
+            }
           }
-        }
-        const int ws = s % NW;
-        mbar_wait(wfull + ws, (s / NW) & 1);
-        const uint64_t db = smem_desc(Bs + ws * S::B_BYTES, 128);
-        wgmma_fence();
+          const int ws = s % NW;
+          mbar_wait(wfull + ws, (s / NW) & 1);
+          const uint64_t db = smem_desc(Bs + ws * S::B_BYTES, 128);
+          wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < kChunk / 8; ++k) {
+          for (int k = 0; k < kChunk / 8; ++k) {
 #pragma unroll
-          for (int j = 0; j < MSUB; ++j) wg::WgmmaRs<wg::Tf32, BN>::run(acc[j], fr[k][j], db + 2 * k, 1);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        if (lane == 0) {
-          mbar_arrive(wempty + ws);
-          if (ih == nth - 1 && iw == ntw - 1) mbar_arrive(hempty + c % NH);
+            for (int j = 0; j < MSUB; ++j) wg::WgmmaRs<wg::Tf32, BN>::run(acc[j], fr[k][j], db + 2 * k, 1);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          if (lane == 0) {
+            mbar_arrive(wempty + ws);
+            if (ih == d.nth - 1 && iw == d.ntw - 1) mbar_arrive(hempty + hs);
+          }
         }
       }
     }
-  }
-  wgmma_wait<0>();
 #pragma unroll
-  for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
+    for (int j = 0; j < MSUB; ++j) fence_regs(acc[j]);
 
-  // Accumulator layout: register 4c + {0,1,2,3} of slice j is (row g4, col
-  // 8c + 2 t4), (.., +1), (row g4 + 8, ..), (.., +1), rows 16 wq.. of the slice.
-  const int64_t plane = p.Hout * p.Wout;
+    // Accumulator layout: register 4c + {0,1,2,3} of slice j is (row g4, col
+    // 8c + 2 t4), (.., +1), (row g4 + 8, ..), (.., +1), rows 16 wq.. of the slice.
 #pragma unroll
-  for (int j = 0; j < MSUB; ++j) {
-    const int qh = qh0 + wgi * MSUB + j;
-    if (qh >= Mh) continue;
+    for (int j = 0; j < MSUB; ++j) {
+      const int qh = d.qh0 + wgi * MSUB + j;
+      if (qh >= d.Mh) continue;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int qw = qw0 + wq * 16 + half * 8 + g4;
-      if (qw >= Mw) continue;
-      const int64_t oh = rh + int64_t(qh) * p.sh, ow = rw + int64_t(qw) * p.sw;
-      float* yp = y + ((int64_t(n) * p.Cout + int64_t(g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
+      for (int half = 0; half < 2; ++half) {
+        const int qw = d.qw0 + wq * 16 + half * 8 + g4;
+        if (qw >= d.Mw) continue;
+        const int64_t oh = d.rh + int64_t(qh) * p.sh, ow = d.rw + int64_t(qw) * p.sw;
+        float* yp = y + ((int64_t(d.n) * p.Cout + int64_t(d.g) * p.Cout_g) * p.Hout + oh) * p.Wout + ow;
 #pragma unroll
-      for (int c = 0; c < BN / 8; ++c) {
+        for (int cc = 0; cc < BN / 8; ++cc) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int co = co_tile * BN + c * 8 + 2 * t4 + e;
-          if (co < p.Cout_g) {
-            const float bv = bias != nullptr ? bias[int64_t(g) * p.Cout_g + co] : 0.f;
-            yp[co * plane] = acc[j][c * 4 + half * 2 + e] + bv;
+          for (int e = 0; e < 2; ++e) {
+            const int co = d.co_tile * BN + cc * 8 + 2 * t4 + e;
+            if (co < p.Cout_g) {
+              const float bv = bias != nullptr ? bias[int64_t(d.g) * p.Cout_g + co] : 0.f;
+              yp[co * plane] = acc[j][cc * 4 + half * 2 + e] + bv;
+            }
           }
         }
       }
@@ -266,7 +299,9 @@ bool shape_fits(const ConvTParams& p, WghGrid* gg) {
   gg->plane = hr * hc;
   gg->halo_bytes = kChunk * gg->plane * 4;
   gg->halo_slot = (gg->halo_bytes + 1023) / 1024 * 1024;
-  return S::smem_bytes(gg->halo_slot) <= kMaxSmem;
+  for (gg->nh = NH; gg->nh > 1 && S::smem_bytes(gg->halo_slot, gg->nh) > kMaxSmem; --gg->nh) {
+  }
+  return S::smem_bytes(gg->halo_slot, gg->nh) <= kMaxSmem;
 }
 
 template <int BN, int MSUB, int NH, int NW>
@@ -316,10 +351,15 @@ void launch_shape(const ConvTParams& p, const float* x, const float* w, const fl
   const CUtensorMap xmap =
       encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, x, xdims, xstrides, xbox, CU_TENSOR_MAP_SWIZZLE_NONE);
 
-  const int smem = S::smem_bytes(gg.halo_slot);
+  const int smem = S::smem_bytes(gg.halo_slot, gg.nh);
   auto kernel = convt_wgh_kernel<BN, MSUB, NH, NW>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<static_cast<unsigned>(gg.total), kThreads, smem, stream>>>(xmap, wmap, p, gg, b, y);
+  int device = 0, sms = 0, per_sm = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int64_t grid = std::min<int64_t>(gg.total, int64_t(sms) * std::max(per_sm, 1));
+  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(xmap, wmap, p, gg, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
