@@ -251,11 +251,14 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
-  // TF32 on Hopper with phases at least 48 columns wide (the halo kernel's tiles
-  // are 64 wide) and a TMA-aligned input: the halo kernel, which reads NCHW itself.
-  if (wg_ok && dtype == at::kFloat && p.Cin_g >= 16 && phase_extent(0, p.sw, p.Wout) >= 48 &&
-      wgh_supports(p, x, WghTile::kAuto)) {
-    return {Path::kWgh};
+  // TF32 on Hopper, 33-64 output channels a group, phases at least 48 columns
+  // wide (its tiles are 64) and a TMA-aligned input: the halo kernel, which reads
+  // NCHW itself (kb57 4.80 vs 5.88 ms, kb65 2.37 vs 2.64, U-Net 128->64 0.13 vs
+  // 0.16). With 32 channels it ties the box kernel, with 128 it loses (kb69 3.3 vs
+  // 2.7 ms: docs/benchmarks/variants-v8-halo.txt).
+  if (wg_ok && dtype == at::kFloat && p.Cout_g > 32 && p.Cout_g <= 64 && phase_extent(0, p.sw, p.Wout) >= 48 &&
+      wgh_supports(p, x, WghTile::kBN64)) {
+    return {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN64};
   }
   // wgmma where a k-chunk is full (32 channels or more) and the tile is at least 64
   // channels wide, or 32 wide in TF32: below that, or with fewer input channels,
