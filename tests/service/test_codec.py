@@ -123,7 +123,6 @@ def test_json_encoding_reads_back_as_the_tensors_values(datatype):
     if datatype in ("FP32", "FP16", "BF16"):
         assert all(type(v) is float for v in data)
         assert torch.equal(torch.tensor(data, dtype=torch.float64).float().to(t.dtype), t.reshape(-1))
-        assert len(body) < len(json.dumps(t.reshape(-1).tolist())) + 80
     else:
         assert data == t.reshape(-1).tolist() == json.loads(json.dumps(t.reshape(-1).tolist()))
         assert [type(v) for v in data] == [type(v) for v in t.reshape(-1).tolist()]
