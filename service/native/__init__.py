@@ -32,13 +32,17 @@ _KINDS = {torch.bool: "?", torch.int8: "b", torch.uint8: "B", torch.int16: "h", 
           torch.float32: "f", torch.float64: "d"}
 
 
-def lift(header: bytes):
-    return _ext.lift(header)
+# Arrays of more values than this are read and printed by several threads (up to 8), the GIL released.
+GRAIN = 1 << 16
 
 
-def dump(tensor: torch.Tensor) -> bytes:
+def lift(header: bytes, grain: int = GRAIN):
+    return _ext.lift(header, grain)
+
+
+def dump(tensor: torch.Tensor, grain: int = GRAIN) -> bytes:
     flat = tensor.detach().cpu().reshape(-1)
     if flat.dtype in (torch.float16, torch.bfloat16):
         flat = flat.float()
     flat = flat.contiguous()
-    return _ext.dump(flat.view(torch.uint8).numpy(), _KINDS[flat.dtype])
+    return _ext.dump(flat.view(torch.uint8).numpy(), _KINDS[flat.dtype], grain)

@@ -8,12 +8,15 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <mutex>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -25,16 +28,61 @@ namespace {
 // lift never gets past a limit that the original would have hit.
 constexpr int kMaxDepth = 64;
 
+constexpr uint64_t kIntegral = uint64_t{1} << 63;
+
 struct Lifted {
   size_t input = 0;             // index in "inputs"
   size_t begin = 0, end = 0;    // the array's bytes in the header
   std::vector<int64_t> shape;
+  std::vector<uint64_t> tokens; // each number's offset in the header, | kIntegral for one without '.' or exponent
   bool is_float = false;        // np.asarray's dtype: int64 while every number is an integer
   std::vector<int64_t> ints;
   std::vector<double> floats;
 };
 
+// Runs body(begin, end) over [0, n) in up to 8 threads of at least `grain` items
+// each (the caller's thread takes the first share); true if every share returned true.
+template <class F>
+bool parallel(size_t n, size_t grain, F&& body) {
+  size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8, n / std::max<size_t>(grain, 1)});
+  if (threads <= 1) return body(size_t{0}, n);
+  std::vector<char> ok(threads, 0);
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  auto share = [&](size_t t) { ok[t] = body(n * t / threads, n * (t + 1) / threads); };
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(share, t);
+    } catch (const std::system_error&) {  // no thread to be had: this share runs here
+      share(t);
+    }
+  }
+  share(0);
+  for (auto& th : pool) th.join();
+  return std::all_of(ok.begin(), ok.end(), [](char c) { return c != 0; });
+}
+
 inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Past the run of ASCII digits at p, eight bytes at a time: float data is mostly
+// long digit runs ("0.10000000149011612"), and a byte loop was most of the scan.
+inline const char* skip_digits(const char* p, const char* e) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ull;
+  while (e - p >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    // a byte is '0'..'9' iff its high nibble is 3, and still 3 after adding 6; a carry out of
+    // a byte >= 0xFA only reaches later bytes, past the first non-digit that the ctz finds
+    uint64_t t = (w & kHigh) | (((w + 0x0606060606060606ull) & kHigh) >> 4);
+    uint64_t other = t ^ 0x3333333333333333ull;
+    if (other != 0) return p + (__builtin_ctzll(other) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < e && static_cast<unsigned char>(*p - '0') <= 9) ++p;
+  return p;
+}
 
 class Scanner {
  public:
@@ -62,7 +110,9 @@ class Scanner {
   const char* end_;
 
   void ws() {
-    while (p_ < end_ && is_ws(*p_)) ++p_;
+    const char* p = p_;
+    while (p < end_ && is_ws(*p)) ++p;
+    p_ = p;
   }
 
   // p_ just after '{'; on_member(key) parses the member's value
@@ -158,36 +208,37 @@ class Scanner {
     return true;
   }
 
-  // RFC 8259's number, nothing else: no NaN/Infinity, leading '+', '01', '1.', '.5', '1e'
+  // RFC 8259's number, nothing else: no NaN/Infinity, leading '+', '01', '1.', '.5', '1e'.
+  // On locals: p_ written back once, not at every digit (char stores may alias it).
   bool number(bool& integral) {
+    const char* p = p_;
+    const char* const e = end_;
+    auto digits = [&] {
+      const char* b = p;
+      p = skip_digits(p, e);
+      return p > b;
+    };
     integral = true;
-    if (p_ < end_ && *p_ == '-') ++p_;
-    if (p_ >= end_) return false;
-    if (*p_ == '0') {
-      ++p_;
-    } else if (*p_ >= '1' && *p_ <= '9') {
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    } else {
+    if (p < e && *p == '-') ++p;
+    if (p >= e) return false;
+    if (*p == '0') {
+      ++p;
+    } else if (!(*p >= '1' && *p <= '9') || !digits()) {
       return false;
     }
-    if (p_ < end_ && *p_ == '.') {
+    if (p < e && *p == '.') {
       integral = false;
-      ++p_;
+      ++p;
       if (!digits()) return false;
     }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+    if (p < e && (*p == 'e' || *p == 'E')) {
       integral = false;
-      ++p_;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      ++p;
+      if (p < e && (*p == '+' || *p == '-')) ++p;
       if (!digits()) return false;
     }
+    p_ = p;
     return true;
-  }
-
-  bool digits() {
-    const char* b = p_;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    return p_ > b;
   }
 
   bool hex4(unsigned& cp) {
@@ -329,31 +380,48 @@ class Scanner {
     const char* b = p_;
     bool integral;
     if (!number(integral)) return false;
-    if (integral) {
-      int64_t v;
-      auto r = std::from_chars(b, p_, v);
-      if (r.ec != std::errc() || r.ptr != p_) return false;  // past int64: numpy's choices there are its own
-      if (!a.is_float) {
-        a.ints.push_back(v);
-        return true;
-      }
-      a.floats.push_back(static_cast<double>(v));  // rounded to nearest, as Python's float(int)
-      return true;
-    }
-    double d;
-    auto r = std::from_chars(b, p_, d);
-    // out of range (1e400, 1e-400): pydantic-core makes inf or 0 of those; left to it
-    if (r.ec != std::errc() || r.ptr != p_) return false;
-    if (!a.is_float) {
-      a.is_float = true;
-      a.floats.reserve(a.ints.capacity());
-      for (int64_t v : a.ints) a.floats.push_back(static_cast<double>(v));
-      std::vector<int64_t>().swap(a.ints);
-    }
-    a.floats.push_back(d);
+    a.tokens.push_back(static_cast<uint64_t>(b - s_) | (integral ? kIntegral : 0));
+    a.is_float |= !integral;
     return true;
   }
 };
+
+// The numbers' values, as np.asarray would make them; false leaves the array to
+// the Python path: an integer past int64 (numpy's choices there are its own) or a
+// number out of double range (pydantic-core makes inf or 0 of 1e400, 1e-400).
+bool convert(Lifted& a, const char* s, const char* end, size_t grain) {
+  const size_t n = a.tokens.size();
+  const uint64_t* tok = a.tokens.data();
+  bool ok;
+  if (!a.is_float) {
+    a.ints.resize(n);
+    int64_t* out = a.ints.data();
+    ok = parallel(n, grain, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        if (std::from_chars(s + (tok[i] & ~kIntegral), end, out[i]).ec != std::errc()) return false;
+      }
+      return true;
+    });
+  } else {
+    a.floats.resize(n);
+    double* out = a.floats.data();
+    ok = parallel(n, grain, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        const char* b = s + (tok[i] & ~kIntegral);
+        if (tok[i] & kIntegral) {
+          int64_t v;
+          if (std::from_chars(b, end, v).ec != std::errc()) return false;
+          out[i] = static_cast<double>(v);  // rounded to nearest, as Python's float(int)
+        } else if (std::from_chars(b, end, out[i]).ec != std::errc()) {
+          return false;
+        }
+      }
+      return true;
+    });
+  }
+  std::vector<uint64_t>().swap(a.tokens);
+  return ok;
+}
 
 template <class T>
 py::array owned_array(std::vector<T>&& values, const std::vector<int64_t>& shape) {
@@ -363,7 +431,7 @@ py::array owned_array(std::vector<T>&& values, const std::vector<int64_t>& shape
   return py::array_t<T>(dims, heap->data(), owner);
 }
 
-py::object lift(const py::bytes& header) {
+py::object lift(const py::bytes& header, size_t grain) {
   char* data;
   py::ssize_t size;
   if (PyBytes_AsStringAndSize(header.ptr(), &data, &size) != 0) throw py::error_already_set();
@@ -372,6 +440,13 @@ py::object lift(const py::bytes& header) {
   {
     py::gil_scoped_release unlocked;  // bytes are immutable, and the caller holds a reference
     ok = Scanner(data, static_cast<size_t>(size)).run(found);
+    if (ok) {  // numbers are read only once the whole body is known to be one we understand
+      std::vector<Lifted> kept;
+      for (Lifted& a : found) {
+        if (convert(a, data, data + size, grain)) kept.push_back(std::move(a));
+      }
+      found.swap(kept);
+    }
   }
   if (!ok || found.empty()) return py::none();
   std::string small;
@@ -423,7 +498,7 @@ char* put_all(char* o, const char* raw, size_t n) {
 }
 
 // kind: the struct module's letter for the element type ('?' bool, 'f' float32, ...)
-py::bytes dump(const py::buffer& values, char kind) {
+py::bytes dump(const py::buffer& values, char kind, size_t grain) {
   py::buffer_info info = values.request();
   const size_t bytes = static_cast<size_t>(info.size * info.itemsize);
   size_t width;
@@ -436,31 +511,52 @@ py::bytes dump(const py::buffer& values, char kind) {
   }
   if (bytes % width != 0) throw py::value_error("dump: the buffer is not a whole number of elements");
   const size_t n = bytes / width;
-  // per value at most 24 characters ("-2.2250738585072014e-308") and a comma
-  PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(2 + n * 26));
+  // per value at most 24 characters ("-2.2250738585072014e-308") and a comma; one more per thread's share
+  constexpr size_t kSlot = 26;
+  PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(2 + n * kSlot + 8));
   if (out == nullptr) throw py::error_already_set();
-  char* o = PyBytes_AS_STRING(out);
+  char* const o = PyBytes_AS_STRING(out);
   const char* raw = static_cast<const char*>(info.ptr);
-  char* e;
+  char* e = o;
   {
     py::gil_scoped_release unlocked;  // out is ours alone until returned
-    *o++ = '[';
-    switch (kind) {
-      case '?': e = put_all<bool>(o, raw, n); break;
-      case 'b': e = put_all<int8_t>(o, raw, n); break;
-      case 'B': e = put_all<uint8_t>(o, raw, n); break;
-      case 'h': e = put_all<int16_t>(o, raw, n); break;
-      case 'H': e = put_all<uint16_t>(o, raw, n); break;
-      case 'i': e = put_all<int32_t>(o, raw, n); break;
-      case 'I': e = put_all<uint32_t>(o, raw, n); break;
-      case 'q': e = put_all<int64_t>(o, raw, n); break;
-      case 'Q': e = put_all<uint64_t>(o, raw, n); break;
-      case 'f': e = put_all<float>(o, raw, n); break;
-      default: e = put_all<double>(o, raw, n); break;
+    auto print = [&](char* w, size_t lo, size_t hi) {
+      const char* r = raw + lo * width;
+      switch (kind) {
+        case '?': return put_all<bool>(w, r, hi - lo);
+        case 'b': return put_all<int8_t>(w, r, hi - lo);
+        case 'B': return put_all<uint8_t>(w, r, hi - lo);
+        case 'h': return put_all<int16_t>(w, r, hi - lo);
+        case 'H': return put_all<uint16_t>(w, r, hi - lo);
+        case 'i': return put_all<int32_t>(w, r, hi - lo);
+        case 'I': return put_all<uint32_t>(w, r, hi - lo);
+        case 'q': return put_all<int64_t>(w, r, hi - lo);
+        case 'Q': return put_all<uint64_t>(w, r, hi - lo);
+        case 'f': return put_all<float>(w, r, hi - lo);
+        default: return put_all<double>(w, r, hi - lo);
+      }
+    };
+    // each share prints into its own worst-case slots, then the shares move down to close the gaps
+    std::vector<std::pair<char*, char*>> shares;
+    std::mutex m;
+    parallel(n, grain, [&](size_t lo, size_t hi) {
+      char* w = o + 1 + lo * kSlot + (lo ? 1 : 0);
+      char* end = print(w, lo, hi);
+      std::lock_guard<std::mutex> lock(m);
+      shares.emplace_back(w, end);
+      return true;
+    });
+    std::sort(shares.begin(), shares.end());
+    *e++ = '[';
+    for (size_t k = 0; k < shares.size(); ++k) {
+      if (k) *e++ = ',';
+      size_t len = static_cast<size_t>(shares[k].second - shares[k].first);
+      if (shares[k].first != e) std::memmove(e, shares[k].first, len);
+      e += len;
     }
     *e++ = ']';
   }
-  if (_PyBytes_Resize(&out, e - PyBytes_AS_STRING(out)) != 0) throw py::error_already_set();
+  if (_PyBytes_Resize(&out, e - o) != 0) throw py::error_already_set();
   return py::reinterpret_steal<py::bytes>(out);
 }
 
@@ -468,6 +564,7 @@ py::bytes dump(const py::buffer& values, char kind) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "JSON number arrays for the v2 inference protocol: lift them out of requests, print them into responses";
-  m.def("lift", &lift, py::arg("header"));
-  m.def("dump", &dump, py::arg("values"), py::arg("kind"));
+  // grain: the fewest values a thread takes on (tests pass 1 to split small arrays)
+  m.def("lift", &lift, py::arg("header"), py::arg("grain") = 1 << 16);
+  m.def("dump", &dump, py::arg("values"), py::arg("kind"), py::arg("grain") = 1 << 16);
 }
