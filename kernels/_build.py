@@ -10,6 +10,7 @@ nothing and a prebuilt cache (a Docker image's) needs no compiler at all.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -112,62 +113,86 @@ def gencode_flags(archs: str) -> list[str]:
     return flags
 
 
-def _key(sources: tuple[str, ...], flags: list[str], extra: str) -> str:
+def _headers(root: Path) -> tuple[str, ...]:
+    return tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.suffix in (".h", ".cuh")))
+
+
+def _key(sources: tuple[str, ...], flags: list[str], extra: str, root: Path = CSRC,
+         headers: tuple[str, ...] = HEADERS) -> str:
     h = hashlib.sha256()
-    for rel in sorted(set(sources) | set(HEADERS)):
+    for rel in sorted(set(sources) | set(headers)):
         h.update(rel.encode())
-        h.update((CSRC / rel).read_bytes())
+        h.update((root / rel).read_bytes())
     h.update(" ".join(flags).encode())
     h.update(f"{torch.__version__}|{torch.version.cuda}|{sys.version_info[:2]}|{extra}".encode())
     return h.hexdigest()[:16]
 
 
-def _target(kind: str, sources: tuple[str, ...], flags: list[str], extra_key: str) -> Path:
+def _target(kind: str, sources: tuple[str, ...], flags: list[str], extra_key: str, root: Path = CSRC) -> Path:
     """The shared object this source, flags and target combination builds to."""
-    name = f"convt_{kind}_{_key(sources, flags, extra_key)}"
+    name = f"convt_{kind}_{_key(sources, flags, extra_key, root, HEADERS if root == CSRC else _headers(root))}"
     return build_root() / name / f"{name}.so"
 
 
+def _import(name: str, so: Path):
+    """A prebuilt pybind11 module, by path (its PyInit_ carries the hashed name it was built as)."""
+    spec = importlib.util.spec_from_file_location(name, so)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _load(kind: str, sources: tuple[str, ...], cflags: list[str], cuda_flags: list[str], ldflags: list[str],
-          extra_key: str) -> None:
-    so = _target(kind, sources, cflags + cuda_flags + ldflags, extra_key)
+          extra_key: str, root: Path = CSRC, python_module: bool = False):
+    """Loads (building first when no cached build matches) the torch op library, or with
+    ``python_module`` the pybind11 module, that ``sources`` under ``root`` build to."""
+    so = _target(kind, sources, cflags + cuda_flags + ldflags, extra_key, root)
     directory, name = so.parent, so.stem
+    what = "extension" if python_module else "kernel"
     STATE.build_dir = str(build_root())
     if so.exists():
         t0 = time.perf_counter()
         try:
-            torch.ops.load_library(str(so))
-        except OSError as exc:
-            raise KernelBuildError(f"loading the prebuilt {kind} kernel {so} failed: {exc}") from exc
+            module = _import(name, so) if python_module else torch.ops.load_library(str(so))
+        except (OSError, ImportError) as exc:
+            raise KernelBuildError(f"loading the prebuilt {kind} {what} {so} failed: {exc}") from exc
         STATE.cached[kind] = True
         STATE.build_seconds[kind] = round(time.perf_counter() - t0, 3)
-        log.info("loaded prebuilt %s kernel from %s", kind, so)
-        return
+        log.info("loaded prebuilt %s %s from %s", kind, what, so)
+        return module
     directory.mkdir(parents=True, exist_ok=True)
-    log.warning("building the %s kernel into %s; the first build takes minutes, later starts reuse it", kind, directory)
+    log.warning("building the %s %s into %s; the first build takes minutes, later starts reuse it", kind, what,
+                directory)
     from torch.utils import cpp_extension
 
     if kind == "cuda":  # cpp_extension resolved CUDA_HOME at its import, possibly from the wrapper
         cpp_extension.CUDA_HOME = os.environ["CUDA_HOME"]
     t0 = time.perf_counter()
     try:
-        cpp_extension.load(
+        module = cpp_extension.load(
             name=name,
-            sources=[str(CSRC / s) for s in sources],
+            sources=[str(root / s) for s in sources],
             extra_cflags=cflags,
             extra_cuda_cflags=cuda_flags,
             extra_ldflags=ldflags,
             build_directory=str(directory),
-            is_python_module=False,
+            is_python_module=python_module,
             verbose=False,
         )
     except Exception as exc:  # cpp_extension raises RuntimeError/subprocess errors with the compiler output
         log_path = directory / "build.log"
         log_path.write_text(str(exc))
-        raise KernelBuildError(f"building the {kind} kernel failed; compiler log: {log_path}") from exc
+        raise KernelBuildError(f"building the {kind} {what} failed; compiler log: {log_path}") from exc
     STATE.cached[kind] = False
     STATE.build_seconds[kind] = round(time.perf_counter() - t0, 1)
-    log.warning("built the %s kernel in %.0f s", kind, STATE.build_seconds[kind])
+    log.warning("built the %s %s in %.0f s", kind, what, STATE.build_seconds[kind])
+    return module
+
+
+def load_module(kind: str, root: Path, sources: tuple[str, ...], cflags: list[str]):
+    """A CPU pybind11 module of another package (its sources and headers under ``root``),
+    cached, keyed and prebuilt like the kernels; recorded in build_info under ``kind``."""
+    return _load(kind, sources, cflags, [], [], "python-module", root, python_module=True)
 
 
 def load_cpu() -> None:

@@ -6,7 +6,8 @@
 #   install.sh torch     torch==$TORCH_VERSION from $TORCH_INDEX_URL (the replay
 #                        leaves TORCH_VERSION empty: it has only the machine's torch)
 #   install.sh app SRC   convt-serve from SRC (not editable), then its CPU and CUDA
-#                        kernels for $TORCH_CUDA_ARCH_LIST into $CONVT_BUILD_DIR
+#                        kernels for $TORCH_CUDA_ARCH_LIST and its JSON extension
+#                        (service/native) into $CONVT_BUILD_DIR
 set -euo pipefail
 
 case "${1:-}" in
@@ -24,6 +25,7 @@ case "${1:-}" in
     # From outside SRC, so that the installed package (what the image runs) is the one built.
     cd /
     CONVT_REQUIRE_CUDA=1 python -m kernels build
+    python -m service.native  # the JSON number extension, into the same directory
     ;;
   *)
     echo "usage: install.sh torch | install.sh app SRC" >&2

@@ -16,7 +16,7 @@ machines): CI's proof that the image's steps work.
 3. Starts the runtime stage's ENTRYPOINT with the runtime ENV, from an empty
    directory, with nothing on PATH (no nvcc, gcc, g++, c++, cc or ninja) and no
    CUDA_HOME, and requires /v2/health/ready and /health to pass with every
-   kernel loaded from the prebuilt directory.
+   kernel, and the JSON extension (service/native), loaded from the prebuilt directory.
 
 Standard library only: it runs before any virtual environment exists.
 """
@@ -188,8 +188,9 @@ def start_runtime(runtime: Stage, venv: Path, build_dir: Path, workdir: Path) ->
         if status != 200 or not health.get("passed"):
             problems.append(f"/health answered {status}: {json.dumps(health)[:2000]}")
         backends = kernel.get("backends") or []
-        if not backends or not all(kernel.get("from_cache", {}).get(b) for b in backends):
-            problems.append(f"kernels not all loaded prebuilt: {kernel}")
+        cached = kernel.get("from_cache", {})
+        if not backends or not all(cached.get(b) for b in [*backends, "json"]) or not all(cached.values()):
+            problems.append(f"kernels and the JSON extension not all loaded prebuilt: {kernel}")
         if "cuda" not in backends:
             problems.append(f"the prebuilt CUDA kernel did not load: {kernel.get('skipped')}")
         if "building the" in logs:

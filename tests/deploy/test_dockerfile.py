@@ -131,3 +131,11 @@ def test_the_installed_package_carries_every_kernel_source():
     files = sorted(set(_build.CPU_SOURCES) | set(_build.CUDA_SOURCES) | set(_build.HEADERS))
     missing = [f for f in files if not any(_matches(f"csrc/{f}", g) for g in globs)]
     assert not missing, f"pyproject.toml package-data leaves out {missing}"
+
+
+def test_the_installed_package_carries_the_json_extension_source():
+    from service import native
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["service"]
+    sources = sorted(p.name for p in Path(native.__file__).parent.glob("*.cpp"))
+    assert sources and all(any(_matches(f"native/{f}", g) for g in globs) for f in sources), sources
