@@ -61,7 +61,8 @@ def server(device: str, *args: str):
                 time.sleep(0.1)
         while httpx.get(url + "/v2/health/ready").status_code != 200:
             time.sleep(0.2)
-        yield url
+        m = re.search(r"HTTP parser (\S+), event loop (\S+)", log.read_text())  # what the server itself runs
+        yield url, (m.groups() if m else ("unknown", "unknown"))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -230,15 +231,10 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(1)
     latents = [rng.standard_normal((1, 100, 1, 1), dtype=np.float32) for _ in range(64)]
     path = "/v2/models/dcgan/infer"
-    import importlib.util
-
-    # uvicorn parses HTTP with httptools when it is installed, else with h11 (pure Python, several times slower)
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    result = {"device": a.device, "cpus": os.cpu_count(), "client_procs": a.client_procs, "http": http, "loop": loop,
+    result = {"device": a.device, "cpus": os.cpu_count(), "client_procs": a.client_procs,
               "command": "python -m bench.load " + " ".join(sys.argv[1:] if argv is None else argv), "runs": []}
     for batching, args in (("on", ()), ("off", ("--max-batch-size", "1"))):
-        with server(a.device, *args) as url:
+        with server(a.device, *args) as (url, (result["http"], result["loop"])):
             protocols = {"binary": [http_request(url, path, *binary_body(x)) for x in latents],
                          "json": [http_request(url, path, *json_body(x)) for x in latents]}
             for proto, reqs in protocols.items():
@@ -251,7 +247,7 @@ def main(argv=None) -> int:
                 r = drive(url, "dcgan", protocols["binary"], 64, None, a.soak, a.client_procs)
                 result["soak"] = {"concurrency": 64, **r}
                 print(json.dumps(result["soak"]), flush=True)
-    with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1") as url:
+    with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1") as (url, _):
         x = rng.random((1, 32, 64, 128), dtype=np.float32)  # 1 MiB
         req = [http_request(url, "/v2/models/kernelbench-71/infer", *binary_body(x, "input"))]
         drive(url, "kernelbench-71", req, 1, None, 5, 1)
