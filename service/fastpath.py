@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -59,11 +60,19 @@ class InferFastPath:
         plane.model(name, version)  # 404 before reading a body meant for another model
         header_length = request_header(scope, _HEADER_LENGTH)
         with plane.batcher.arriving():
+            t0 = time.perf_counter()
             body = await read_body(scope, receive, s.max_request_bytes, header_length)
+            read = time.perf_counter() - t0
             result = await limits.within(plane.infer(name, version, body, header_length), s.request_timeout_s,
                                          f"inference on model {name!r}")
-        # The forward pass's time, so a client can tell protocol overhead from compute.
-        headers = [(b"x-convt-compute-ms", f"{result.compute_seconds * 1e3:.3f}".encode())]
+        # The forward pass's time, so a client can tell protocol overhead from compute; Server-Timing splits
+        # the rest of the server's time by stage (what is left of a client's latency is HTTP and the network).
+        st = result.stages
+        timing = (f"read;dur={read * 1e3:.3f}, decode;dur={st['decode'] * 1e3:.3f}, "
+                  f"queue;dur={st['queue'] * 1e3:.3f}, compute;dur={result.compute_seconds * 1e3:.3f}, "
+                  f"encode;dur={st['encode'] * 1e3:.3f}")
+        headers = [(b"x-convt-compute-ms", f"{result.compute_seconds * 1e3:.3f}".encode()),
+                   (b"server-timing", timing.encode())]
         if result.header_length is None:
             headers.append((b"content-type", b"application/json"))
         else:
