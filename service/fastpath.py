@@ -57,11 +57,13 @@ class InferFastPath:
 
     async def _infer(self, scope: Scope, receive: Receive, name: str, version: str | None):
         plane, s = self.plane, self.settings
-        plane.model(name, version)  # 404 before reading a body meant for another model
+        rt = plane.model(name, version)  # 404 before reading a body meant for another model
         header_length = request_header(scope, _HEADER_LENGTH)
         with plane.batcher.arriving():
             t0 = time.perf_counter()
-            body = await read_body(scope, receive, s.max_request_bytes, header_length)
+            # binary bodies hold the input tensors themselves: into the runtime's (pinned, on CUDA) buffer
+            body = await read_body(scope, receive, s.max_request_bytes, header_length,
+                                   rt.host_buffer if header_length is not None else None)
             read = time.perf_counter() - t0
             result = await limits.within(plane.infer(name, version, body, header_length), s.request_timeout_s,
                                          f"inference on model {name!r}")

@@ -38,6 +38,23 @@ def test_binary_part_starts_aligned(header_length):
     assert tail.data_ptr() % ALIGN == 0
 
 
+def test_body_is_read_into_the_buffer_alloc_gives():
+    # a CUDA server passes pinned memory here: the input tensors must be views of that very buffer
+    given = []
+
+    def alloc(n: int) -> torch.Tensor:
+        given.append(torch.empty(n, dtype=torch.uint8))
+        return given[-1]
+
+    body = bytes(range(256)) * 3
+    got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body[:100], body[100:]), 10_000,
+                                "40", alloc))
+    assert bytes(got) == body and len(given) == 1
+    start = torch.frombuffer(got, dtype=torch.uint8).data_ptr()
+    assert given[0].data_ptr() <= start and start + len(body) <= given[0].data_ptr() + given[0].numel()
+    assert (start + 40) % ALIGN == 0
+
+
 def test_without_content_length_and_gzip():
     body = b'{"a": 1}' * 100
     got = asyncio.run(read_body(scope(), receiving(body[:10], body[10:]), 10_000))
