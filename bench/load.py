@@ -27,6 +27,7 @@ import json
 import multiprocessing
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def server(device: str, *args: str):
         text = log.read_text()
         m = re.search(r"HTTP parser (\S+), event loop (\S+)", text)  # what the server itself runs
         name = re.search(r"convt.runtime INFO serving (\S+) on ", text).group(1)
-        yield url, (m.groups() if m else ("unknown", "unknown")), name
+        yield url, (m.groups() if m else ("unknown", "unknown")), name, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -158,6 +159,15 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
     return out
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process (all its threads) so far: per request, the server's cost under
+    load that the throughput of a machine shared with the clients hides."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def metrics_totals(url: str, model: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=60).text
     values = {}
@@ -168,12 +178,13 @@ def metrics_totals(url: str, model: str) -> dict[str, float]:
 
 
 def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds: float | None, total: int | None,
-          procs: int) -> dict:
-    """``concurrency`` connections spread over ``procs`` client processes, each sending back-to-back requests."""
+          procs: int, pid: int | None = None) -> dict:
+    """``concurrency`` connections spread over ``procs`` client processes, each sending back-to-back requests;
+    ``pid``: the server's process, whose CPU time per request is reported."""
     procs = max(1, min(procs, concurrency))
     shares = [concurrency // procs + (i < concurrency % procs) for i in range(procs)]
     totals = [None if total is None else -(-total * s // concurrency) for s in shares]
-    before = metrics_totals(url, model)
+    before, cpu0 = metrics_totals(url, model), cpu_seconds(pid)
     start_at = time.monotonic() + (0.5 if procs > 1 else 0.0)  # time for the processes to start
     if procs == 1:
         parts = [_client_process(url, requests, 0, 1, concurrency, start_at, seconds, total)]
@@ -182,6 +193,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
         with ctx.Pool(procs) as pool:
             parts = pool.starmap(_client_process, [(url, requests, i, procs, shares[i], start_at, seconds, totals[i])
                                                    for i in range(procs)])
+    cpu = cpu_seconds(pid) - cpu0
     after = metrics_totals(url, model)
     elapsed = max(p["ended"] for p in parts) - start_at
     lat = sorted(x * 1e3 for p in parts for x in p["latency"])
@@ -201,6 +213,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
             "mean_batch": (after["rows"] - before["rows"]) / batches if batches else None,
             # the server's own time per stage (its Server-Timing header), median of each
             "stages_ms_median": {k: statistics.median(st[k] for st in stages) for k in stages[0]} if stages else None,
+            "server_cpu_ms_per_request": cpu * 1e3 / ok if ok else None,
             "seconds": elapsed, "client_procs": procs}
 
 
@@ -238,6 +251,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--model", default="dcgan", help="served for the batching runs: dcgan, or "
                     "bench.tiny_model:factory (dcgan's shapes, a near-free forward: the server's own cost)")
+    ap.add_argument("--server-args", default="", help="more flags for every server started, e.g. --no-access-log")
     ap.add_argument("--parts", default="batching,overhead,codec",
                     help="what to run, comma-separated: batching (and the soak), overhead (1 MiB), codec (JSON)")
     a = ap.parse_args(argv)
@@ -248,15 +262,17 @@ def main(argv=None) -> int:
               "http": None, "loop": None,
               "command": "python -m bench.load " + " ".join(sys.argv[1:] if argv is None else argv), "runs": []}
     parts = set(a.parts.split(","))
+    extra = shlex.split(a.server_args)
     for batching, args in (("on", ()), ("off", ("--max-batch-size", "1"))) if "batching" in parts else ():
-        with server(a.device, "--model", a.model, *args) as (url, (result["http"], result["loop"]), model):
+        with server(a.device, "--model", a.model, *extra, *args) as (url, stack, model, pid):
+            result["http"], result["loop"] = stack
             path = f"/v2/models/{model}/infer"
             protocols = {"binary": [http_request(url, path, *binary_body(x)) for x in latents],
                          "json": [http_request(url, path, *json_body(x)) for x in latents]}
             for proto, reqs in protocols.items():
                 drive(url, model, reqs, 4, None, 32, 1)  # warm-up: first calls and connections stay out
                 for conc in levels:
-                    r = drive(url, model, reqs, conc, a.seconds, None, a.client_procs)
+                    r = drive(url, model, reqs, conc, a.seconds, None, a.client_procs, pid)
                     result["runs"].append({"batching": batching, "protocol": proto, "concurrency": conc, **r})
                     print(json.dumps(result["runs"][-1]), flush=True)
             if batching == "on" and a.soak:
@@ -264,12 +280,13 @@ def main(argv=None) -> int:
                 result["soak"] = {"concurrency": 64, **r}
                 print(json.dumps(result["soak"]), flush=True)
     if "overhead" in parts:
-        with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1") as (url, stack, _):
+        with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1", *extra) as (url, stack, _,
+                                                                                                pid):
             result["http"], result["loop"] = stack
             x = rng.random((1, 32, 64, 128), dtype=np.float32)  # 1 MiB
             req = [http_request(url, "/v2/models/kernelbench-71/infer", *binary_body(x, "input"))]
             drive(url, "kernelbench-71", req, 1, None, 5, 1)
-            r = drive(url, "kernelbench-71", req, 1, None, 200, 1)
+            r = drive(url, "kernelbench-71", req, 1, None, 200, 1, pid)
             result["overhead_1MiB"] = {"input_bytes": x.nbytes, **r}
     if "codec" in parts:
         result["json_codec"] = codec_throughput()
@@ -287,12 +304,13 @@ def render(res: dict) -> str:
              f"parser {res['http']}, event loop {res['loop']}). "
              f"Command: `{res['command']}`", "",
              "| batching | protocol | concurrency | requests/s | p50 ms | p99 ms | forward ms (median) | mean batch "
-             "| non-200 |", "|---|---|---|---|---|---|---|---|---|"]
+             "| server CPU ms/request | non-200 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         bad = {k: v for k, v in r["codes"].items() if k != "200"}
         lines.append(f"| {r['batching']} | {r['protocol']} | {r['concurrency']} | {r['throughput_rps']:.0f} | "
                      f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['compute_ms_median'] or float('nan'):.2f} | "
-                     f"{r['mean_batch'] or float('nan'):.1f} | {bad or 0} |")
+                     f"{r['mean_batch'] or float('nan'):.1f} | {r.get('server_cpu_ms_per_request') or float('nan'):.3f} "
+                     f"| {bad or 0} |")
     on = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "on"}
     off = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "off"}
     lines.append("")

@@ -201,8 +201,11 @@ def wants_binary(request: InferenceRequest) -> tuple[bool, dict[str, bool]]:
     return default, per_output
 
 
-def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]]) -> tuple[bytes, int | None]:
-    """The response body and, when any output is binary, the JSON header's length."""
+def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]],
+                    parts: bool = False) -> tuple[bytes | list[bytes | memoryview], int | None]:
+    """The response body and, when any output is binary, the JSON header's length. With ``parts``, a
+    body with binary outputs comes as its pieces (the header's bytes, then views of each tensor's), for a
+    server that writes them one by one instead of copying them into one buffer."""
     entries, blobs = [], []
     for name, t, binary in outputs:
         entry: dict[str, Any] = {"name": name, "shape": list(t.shape), "datatype": datatype_of(t.dtype)}
@@ -221,4 +224,4 @@ def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tenso
     head = pydantic_core.to_json({**header, "outputs": entries}, inf_nan_mode="constants")
     if not blobs:
         return head, None
-    return b"".join([head, *blobs]), len(head)
+    return [head, *blobs] if parts else b"".join([head, *blobs]), len(head)

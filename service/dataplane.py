@@ -30,7 +30,7 @@ MODEL_VERSION = "1"
 
 @dataclass
 class InferResult:
-    body: bytes
+    body: bytes | list[bytes | memoryview]  # a list: the pieces of a binary body, in order
     header_length: int | None  # set when the body carries binary outputs
     compute_seconds: float = 0.0  # the forward pass that served it (its whole batch)
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage, for the Server-Timing header
@@ -123,7 +123,7 @@ class DataPlane:
         header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
         if request.id is not None:
             header_out["id"] = request.id
-        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted])
+        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted], parts=True)
         # queue: from the hand-off to the batcher until the handler resumes, less the forward (waiting for
         # company, for the device thread, and the hops to it and back)
         return InferResult(body_out, length, seconds, {"decode": t1 - t0, "queue": max(0.0, t2 - t1 - seconds),

@@ -28,6 +28,9 @@ log = logging.getLogger("convt.service")
 
 INFER_PATH = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?/infer")
 _HEADER_LENGTH = HEADER_LENGTH.lower().encode()
+# Below this a binary body is joined and written at once: one copy of a small body costs less than a
+# write per piece.
+JOIN_BELOW = 256 << 10
 
 
 class InferFastPath:
@@ -51,9 +54,15 @@ class InferFastPath:
         except Exception as exc:  # the same answer the app's catch-all gives, without its traceback hop
             log.exception("unhandled error on POST %s", scope["path"])
             status, headers, body = errors.error_parts(exc)
-        headers.append((b"content-length", str(len(body)).encode()))
+        parts = body if isinstance(body, list) else [body]
+        if len(parts) > 1 and sum(len(p) for p in parts) < JOIN_BELOW:
+            parts = [b"".join(parts)]
+        headers.append((b"content-length", str(sum(len(p) for p in parts)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        for i, part in enumerate(parts):
+            # a tensor's bytes go out as a view of the tensor (uvicorn hands it to transport.write, which
+            # keeps a reference to what it has not sent yet): joining 1 MiB costs a copy of it
+            await send({"type": "http.response.body", "body": part, "more_body": i < len(parts) - 1})
 
     async def _infer(self, scope: Scope, receive: Receive, name: str, version: str | None):
         plane, s = self.plane, self.settings

@@ -22,7 +22,7 @@ log = logging.getLogger("convt.service")
 
 def config(app: Any, settings: Settings) -> uvicorn.Config:
     return uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                          timeout_graceful_shutdown=settings.shutdown_timeout_s)
+                          access_log=settings.access_log, timeout_graceful_shutdown=settings.shutdown_timeout_s)
 
 
 def stack(config: uvicorn.Config) -> str:
