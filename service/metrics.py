@@ -70,6 +70,9 @@ class MetricsMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        # labels() takes a lock and builds its key on every call; the label sets are few (templates x
+        # methods x statuses), so their series are looked up once
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -90,5 +93,9 @@ class MetricsMiddleware:
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "unmatched"
             labels = (endpoint, scope.get("method", ""), str(status))
-            self.metrics.requests.labels(*labels).inc()
-            self.metrics.latency.labels(*labels).observe(time.perf_counter() - t0)
+            series = self._series.get(labels)
+            if series is None:
+                series = self._series[labels] = (self.metrics.requests.labels(*labels),
+                                                 self.metrics.latency.labels(*labels))
+            series[0].inc()
+            series[1].observe(time.perf_counter() - t0)
