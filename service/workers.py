@@ -164,6 +164,8 @@ def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket
 
 
 async def _serve(server, sock: socket.socket, parent: int, index: int) -> None:
+    from . import serving
+
     host, port = sock.getsockname()[:2]  # read now: a stop right after start-up closes the socket
     task = asyncio.get_running_loop().create_task(serving.serve(server, sockets=[sock]))
     announced = False
