@@ -74,3 +74,25 @@ def test_limits_and_hang_ups():
         asyncio.run(read_body(scope(content_length="4"), receiving(b"x" * 6), 10))
     with pytest.raises(ClientClosedRequest, match="after 3 bytes"):
         asyncio.run(read_body(scope(content_length="8"), receiving(b"abc", disconnect=True), 10))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_server_reads_binary_bodies_into_pinned_memory():
+    # a batch-1 input is a view of the body: pinned, it goes to the device without pin_memory()'s copy
+    import models
+    from service.runtime import PIN_BODY_MAX, Runtime
+
+    rt = Runtime(models.load_model("dcgan"), torch.device("cuda"), torch.float32, {}, [], {})
+    try:
+        x = torch.randn(1, 100, 1, 1)
+        head = b'{"inputs": []}'
+        body = head + x.numpy().tobytes()
+        got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body), 10_000,
+                                    str(len(head)), rt.host_buffer))
+        view = torch.frombuffer(got[len(head):], dtype=torch.float32).reshape(1, 100, 1, 1)
+        assert view.is_pinned()
+        assert torch.equal(rt._to_device(view).cpu(), x)
+        assert not rt.host_buffer(PIN_BODY_MAX + 1).is_pinned()  # large bodies stay pageable
+    finally:
+        rt.close()
