@@ -2,17 +2,19 @@
 
     python -m bench.load [--device cpu|cuda] [--concurrency 1,8,64] [--seconds 4]
                          [--soak 10000] [--client-procs N] [--out docs/benchmarks/load-cpu]
+                         [--model dcgan|bench.tiny_model:factory] [--parts batching,overhead,codec]
 
 Starts real servers (``python -m service`` on a free loopback port) and drives
 them with bare HTTP/1.1 keep-alive clients (asyncio streams, requests encoded
 once), spread over ``--client-procs`` processes so the client is not what
 saturates:
-- batch-1 ``dcgan`` requests over binary and JSON at each concurrency, dynamic
+- batch-1 ``dcgan`` (or ``--model``) requests over binary and JSON at each concurrency, dynamic
   batching on (the defaults) and off (``--max-batch-size 1``): requests/s,
   p50/p99 latency, errors, and the mean rows per forward from /metrics;
 - protocol overhead: a 1 MiB binary input (``kernelbench-71``, [1, 32, 64, 128]
   fp32), per response its end-to-end latency minus the server's forward time
-  (its ``x-convt-compute-ms`` header), median, at concurrency 1;
+  (its ``x-convt-compute-ms`` header), median, at concurrency 1, and the
+  server's own time per stage (its ``Server-Timing`` header);
 - JSON codec throughput in this process (decode a request, encode a response);
 - a soak: ``--soak`` requests at concurrency 64, counting every non-200.
 Writes load.json and load.md under --out and prints the tables last."""
@@ -25,6 +27,7 @@ import json
 import multiprocessing
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -61,7 +64,10 @@ def server(device: str, *args: str):
                 time.sleep(0.1)
         while httpx.get(url + "/v2/health/ready").status_code != 200:
             time.sleep(0.2)
-        yield url
+        text = log.read_text()
+        m = re.search(r"HTTP parser (\S+), event loop (\S+)", text)  # what the server itself runs
+        name = re.search(r"convt.runtime INFO serving (\S+) on ", text).group(1)
+        yield url, (m.groups() if m else ("unknown", "unknown")), name, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -117,6 +123,9 @@ async def _connection(host: str, port: int, requests: list[bytes], k: int, step:
                 compute = float(m.group(1)) if m else float("nan")
                 out["compute"].append(compute)
                 out["overhead"].append((time.perf_counter() - t0) * 1e3 - compute)
+                m = re.search(rb"\r\nserver-timing: *([^\r]*)", head)
+                if m:
+                    out["stages"].append({k.decode(): float(v) for k, v in re.findall(rb"(\w+);dur=([0-9.]+)", m.group(1))})
             if b"\r\nconnection: close" in head:
                 writer.close()
                 reader = writer = None
@@ -136,7 +145,7 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
     """One client process: ``connections`` connections, from ``start_at`` (time.monotonic, shared by all
     processes on the machine) for ``seconds`` or until ``total`` requests are sent."""
     host, port = url.split("//", 1)[1].rsplit(":", 1)
-    out = {"latency": [], "codes": {}, "compute": [], "overhead": []}
+    out = {"latency": [], "codes": {}, "compute": [], "overhead": [], "stages": []}
 
     async def run() -> None:
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
@@ -150,6 +159,15 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
     return out
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process (all its threads) so far: per request, the server's cost under
+    load that the throughput of a machine shared with the clients hides."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def metrics_totals(url: str, model: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=60).text
     values = {}
@@ -160,12 +178,13 @@ def metrics_totals(url: str, model: str) -> dict[str, float]:
 
 
 def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds: float | None, total: int | None,
-          procs: int) -> dict:
-    """``concurrency`` connections spread over ``procs`` client processes, each sending back-to-back requests."""
+          procs: int, pid: int | None = None) -> dict:
+    """``concurrency`` connections spread over ``procs`` client processes, each sending back-to-back requests;
+    ``pid``: the server's process, whose CPU time per request is reported."""
     procs = max(1, min(procs, concurrency))
     shares = [concurrency // procs + (i < concurrency % procs) for i in range(procs)]
     totals = [None if total is None else -(-total * s // concurrency) for s in shares]
-    before = metrics_totals(url, model)
+    before, cpu0 = metrics_totals(url, model), cpu_seconds(pid)
     start_at = time.monotonic() + (0.5 if procs > 1 else 0.0)  # time for the processes to start
     if procs == 1:
         parts = [_client_process(url, requests, 0, 1, concurrency, start_at, seconds, total)]
@@ -174,6 +193,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
         with ctx.Pool(procs) as pool:
             parts = pool.starmap(_client_process, [(url, requests, i, procs, shares[i], start_at, seconds, totals[i])
                                                    for i in range(procs)])
+    cpu = cpu_seconds(pid) - cpu0
     after = metrics_totals(url, model)
     elapsed = max(p["ended"] for p in parts) - start_at
     lat = sorted(x * 1e3 for p in parts for x in p["latency"])
@@ -183,6 +203,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
         for k, v in p["codes"].items():
             codes[str(k)] = codes.get(str(k), 0) + v
     ok = codes.get("200", 0)
+    stages = [st for p in parts for st in p["stages"]]
     batches = after["batches"] - before["batches"]
     return {"requests": len(lat), "ok": ok, "codes": codes, "throughput_rps": ok / elapsed,
             "p50_ms": lat[len(lat) // 2] if lat else None,
@@ -190,6 +211,9 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
             "compute_ms_median": statistics.median(compute) if compute else None,
             "overhead_ms_median": statistics.median(o for p in parts for o in p["overhead"]) if compute else None,
             "mean_batch": (after["rows"] - before["rows"]) / batches if batches else None,
+            # the server's own time per stage (its Server-Timing header), median of each
+            "stages_ms_median": {k: statistics.median(st[k] for st in stages) for k in stages[0]} if stages else None,
+            "server_cpu_ms_per_request": cpu * 1e3 / ok if ok else None,
             "seconds": elapsed, "client_procs": procs}
 
 
@@ -225,39 +249,47 @@ def main(argv=None) -> int:
     ap.add_argument("--client-procs", type=int, default=max(1, min(4, (os.cpu_count() or 1) // 4)),
                     help="client processes (default: a quarter of the CPUs, at most 4)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--model", default="dcgan", help="served for the batching runs: dcgan, or "
+                    "bench.tiny_model:factory (dcgan's shapes, a near-free forward: the server's own cost)")
+    ap.add_argument("--server-args", default="", help="more flags for every server started, e.g. --no-access-log")
+    ap.add_argument("--parts", default="batching,overhead,codec",
+                    help="what to run, comma-separated: batching (and the soak), overhead (1 MiB), codec (JSON)")
     a = ap.parse_args(argv)
     levels = [int(c) for c in a.concurrency.split(",")]
     rng = np.random.default_rng(1)
     latents = [rng.standard_normal((1, 100, 1, 1), dtype=np.float32) for _ in range(64)]
-    path = "/v2/models/dcgan/infer"
-    import importlib.util
-
-    # uvicorn parses HTTP with httptools when it is installed, else with h11 (pure Python, several times slower)
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    result = {"device": a.device, "cpus": os.cpu_count(), "client_procs": a.client_procs, "http": http, "loop": loop,
+    result = {"device": a.device, "model": a.model, "cpus": os.cpu_count(), "client_procs": a.client_procs,
+              "http": None, "loop": None,
               "command": "python -m bench.load " + " ".join(sys.argv[1:] if argv is None else argv), "runs": []}
-    for batching, args in (("on", ()), ("off", ("--max-batch-size", "1"))):
-        with server(a.device, *args) as url:
+    parts = set(a.parts.split(","))
+    extra = shlex.split(a.server_args)
+    for batching, args in (("on", ()), ("off", ("--max-batch-size", "1"))) if "batching" in parts else ():
+        with server(a.device, "--model", a.model, *extra, *args) as (url, stack, model, pid):
+            result["http"], result["loop"] = stack
+            path = f"/v2/models/{model}/infer"
             protocols = {"binary": [http_request(url, path, *binary_body(x)) for x in latents],
                          "json": [http_request(url, path, *json_body(x)) for x in latents]}
             for proto, reqs in protocols.items():
-                drive(url, "dcgan", reqs, 4, None, 32, 1)  # warm-up: first calls and connections stay out
+                drive(url, model, reqs, 4, None, 32, 1)  # warm-up: first calls and connections stay out
                 for conc in levels:
-                    r = drive(url, "dcgan", reqs, conc, a.seconds, None, a.client_procs)
+                    r = drive(url, model, reqs, conc, a.seconds, None, a.client_procs, pid)
                     result["runs"].append({"batching": batching, "protocol": proto, "concurrency": conc, **r})
                     print(json.dumps(result["runs"][-1]), flush=True)
             if batching == "on" and a.soak:
-                r = drive(url, "dcgan", protocols["binary"], 64, None, a.soak, a.client_procs)
+                r = drive(url, model, protocols["binary"], 64, None, a.soak, a.client_procs)
                 result["soak"] = {"concurrency": 64, **r}
                 print(json.dumps(result["soak"]), flush=True)
-    with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1") as url:
-        x = rng.random((1, 32, 64, 128), dtype=np.float32)  # 1 MiB
-        req = [http_request(url, "/v2/models/kernelbench-71/infer", *binary_body(x, "input"))]
-        drive(url, "kernelbench-71", req, 1, None, 5, 1)
-        r = drive(url, "kernelbench-71", req, 1, None, 200, 1)
-        result["overhead_1MiB"] = {"input_bytes": x.nbytes, **r}
-    result["json_codec"] = codec_throughput()
+    if "overhead" in parts:
+        with server(a.device, "--model", "kernelbench-71", "--max-batch-size", "1", *extra) as (url, stack, _,
+                                                                                                pid):
+            result["http"], result["loop"] = stack
+            x = rng.random((1, 32, 64, 128), dtype=np.float32)  # 1 MiB
+            req = [http_request(url, "/v2/models/kernelbench-71/infer", *binary_body(x, "input"))]
+            drive(url, "kernelbench-71", req, 1, None, 5, 1)
+            r = drive(url, "kernelbench-71", req, 1, None, 200, 1, pid)
+            result["overhead_1MiB"] = {"input_bytes": x.nbytes, **r}
+    if "codec" in parts:
+        result["json_codec"] = codec_throughput()
     md = render(result)
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
@@ -268,16 +300,17 @@ def main(argv=None) -> int:
 
 
 def render(res: dict) -> str:
-    lines = [f"Device: {res['device']} ({res['cpus']} CPUs, {res['client_procs']} client processes; server HTTP "
+    lines = [f"Device: {res['device']}, batching runs on {res.get('model', 'dcgan')} ({res['cpus']} CPUs, {res['client_procs']} client processes; server HTTP "
              f"parser {res['http']}, event loop {res['loop']}). "
              f"Command: `{res['command']}`", "",
              "| batching | protocol | concurrency | requests/s | p50 ms | p99 ms | forward ms (median) | mean batch "
-             "| non-200 |", "|---|---|---|---|---|---|---|---|---|"]
+             "| server CPU ms/request | non-200 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         bad = {k: v for k, v in r["codes"].items() if k != "200"}
         lines.append(f"| {r['batching']} | {r['protocol']} | {r['concurrency']} | {r['throughput_rps']:.0f} | "
                      f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['compute_ms_median'] or float('nan'):.2f} | "
-                     f"{r['mean_batch'] or float('nan'):.1f} | {bad or 0} |")
+                     f"{r['mean_batch'] or float('nan'):.1f} | {r.get('server_cpu_ms_per_request') or float('nan'):.3f} "
+                     f"| {bad or 0} |")
     on = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "on"}
     off = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "off"}
     lines.append("")
@@ -288,10 +321,20 @@ def render(res: dict) -> str:
         s = res["soak"]
         lines.append(f"- soak: {s['requests']} binary requests at concurrency 64: {s['ok']} ok, codes {s['codes']}, "
                      f"{s['throughput_rps']:.0f} requests/s")
-    o = res["overhead_1MiB"]
-    lines.append(f"- 1 MiB binary input (kernelbench-71), concurrency 1, {o['ok']} requests: end-to-end p50 "
-                 f"{o['p50_ms']:.2f} ms, forward {o['compute_ms_median']:.2f} ms, protocol overhead (end-to-end minus "
-                 f"the forward of the same response, median) {o['overhead_ms_median']:.2f} ms")
+    if "overhead_1MiB" in res:
+        o = res["overhead_1MiB"]
+        lines.append(f"- 1 MiB binary input (kernelbench-71), concurrency 1, {o['ok']} requests: end-to-end p50 "
+                     f"{o['p50_ms']:.2f} ms, forward {o['compute_ms_median']:.2f} ms, protocol overhead (end-to-end "
+                     f"minus the forward of the same response, median) {o['overhead_ms_median']:.2f} ms")
+        if o.get("stages_ms_median"):
+            st = o["stages_ms_median"]
+            server = sum(v for k, v in st.items() if k != "compute")
+            lines.append(f"  - of which in the server's handler (Server-Timing, medians): "
+                         + ", ".join(f"{k} {v:.3f} ms" for k, v in st.items() if k != "compute")
+                         + f"; the rest ({o['overhead_ms_median'] - server:.2f} ms) is HTTP parsing and writing, "
+                           f"the loopback and the client")
+    if "json_codec" not in res:
+        return "\n".join(lines) + "\n"
     j = res["json_codec"]
     lines.append(f"- JSON codec, {j['tensor_MB']:.1f} MB fp32 tensor ({j['json_MB']:.1f} MB of JSON): decode {j['decode_MBps']:.0f} MB/s, encode "
                  f"{j['encode_MBps']:.0f} MB/s, decode+encode {j['decode_plus_encode_MBps']:.0f} MB/s")

@@ -41,16 +41,15 @@ def main(argv: list[str] | None = None) -> int:
         return workers.serve(settings, devices)
     import uvicorn
 
+    from . import serving
     from .app import create_app
 
-    config = uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, log_config=None,
-                            timeout_graceful_shutdown=settings.shutdown_timeout_s)
+    config = serving.config(create_app(settings), settings)
     server = uvicorn.Server(config)
     from .shutdown import exit_0_on_sigterm
 
     exit_0_on_sigterm()
-    server.run()
+    serving.run(config, serving.serve(server))
     return 0 if server.started else EXIT_STARTUP_FAILED
 
 

@@ -1,4 +1,4 @@
-"""The FastAPI app: v2 protocol endpoints, /health and /metrics.
+"""The app: v2 protocol endpoints, /health and /metrics (FastAPI, behind the infer fast path).
 
 Handlers are thin adapters onto the DataPlane; errors are mapped in errors.py.
 ``uvicorn --factory service.app:create_app`` also works (settings from CONVT_*).
@@ -37,7 +37,7 @@ def _version() -> str:
         return "0+unknown"
 
 
-def create_app(settings: Settings | None = None, group: WorkerGroup | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, group: WorkerGroup | None = None) -> InferFastPath:
     settings = settings or Settings()
     group = group or WorkerGroup()
     metrics = Metrics()
@@ -56,7 +56,6 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
     app = FastAPI(title=SERVER_NAME, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.plane = plane
     infer_routes: dict[bool, object] = {}  # filled below, once the routes exist
-    app.add_middleware(InferFastPath, plane=plane, settings=settings, routes=infer_routes)  # innermost: behind auth
     if settings.api_token is not None:  # added first: inside the metrics, so that 401s are counted
         app.add_middleware(BearerAuthMiddleware, token=settings.api_token.get_secret_value())
     app.add_middleware(MetricsMiddleware, metrics=metrics)
@@ -113,4 +112,5 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
         body, content_type = metrics.render()
         return Response(body, media_type=content_type)
 
-    return app
+    # The infer endpoint's fast path is what uvicorn calls: it does what the middleware above would for it
+    return InferFastPath(app, plane, settings, infer_routes, metrics, group.index)

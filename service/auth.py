@@ -17,22 +17,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 OPEN_PATHS = frozenset({"/v2/health/live", "/v2/health/ready"})
 
 
+def authorized(scope: Scope, token: bytes) -> bool:
+    """Whether the request carries exactly one ``Authorization: Bearer <token>``."""
+    given = [v for k, v in scope["headers"] if k == b"authorization"]
+    if len(given) != 1:
+        return False
+    scheme, _, credentials = given[0].strip().partition(b" ")
+    # compare_digest on bytes: constant time in the token's content, and any
+    # byte value a client sends is comparable (str would raise on non-ASCII)
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), token)
+
+
 class BearerAuthMiddleware:
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token.encode()
 
-    def _authorized(self, scope: Scope) -> bool:
-        given = [v for k, v in scope["headers"] if k == b"authorization"]
-        if len(given) != 1:
-            return False
-        scheme, _, credentials = given[0].strip().partition(b" ")
-        # compare_digest on bytes: constant time in the token's content, and any
-        # byte value a client sends is comparable (str would raise on non-ASCII)
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.token)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._authorized(scope):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or authorized(scope, self.token):
             await self.app(scope, receive, send)
             return
         given = any(k == b"authorization" for k, _ in scope["headers"])

@@ -225,29 +225,32 @@ def wants_binary(request: InferenceRequest) -> tuple[bool, dict[str, bool]]:
     return default, per_output
 
 
-def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]]) -> tuple[bytes, int | None]:
-    """The response body and, when any output is binary, the JSON header's length."""
+def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]],
+                    parts: bool = False) -> tuple[bytes | list[bytes | memoryview], int | None]:
+    """The response body and, when any output is binary, the JSON header's length. With ``parts``, a
+    body with binary outputs comes as its pieces (the header's bytes, then views of each tensor's), for a
+    server that writes them one by one instead of copying them into one buffer."""
     # pydantic-core writes the small JSON around the data; each "data" array is printed by service.native
     # (floats as the shortest text that reads back to the tensor's value, NaN and inf as the literals
     # NaN/Infinity: a model may output them, and Python and Triton clients read them back) and spliced in
     # as the entry's last member, where {"name", "shape", "datatype", "data"} had it
     head = pydantic_core.to_json({**header, "outputs": []}, inf_nan_mode="constants")
-    parts, blobs = [head[:-len(b"[]}")], b"["], []  # to_json is compact: head ends with "outputs":[]}
+    pieces, blobs = [head[:-len(b"[]}")], b"["], []  # to_json is compact: head ends with "outputs":[]}
     for i, (name, t, binary) in enumerate(outputs):
         entry: dict[str, Any] = {"name": name, "shape": list(t.shape), "datatype": datatype_of(t.dtype)}
         if i:
-            parts.append(b",")
+            pieces.append(b",")
         if binary:
             flat = t.detach().cpu().contiguous().reshape(-1)
-            # a view of the tensor's bytes: the body join below is their only copy
+            # a view of the tensor's bytes: the body join below (or the server's write) is their only copy
             blob = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)
-            parts.append(pydantic_core.to_json(entry))
+            pieces.append(pydantic_core.to_json(entry))
         else:
-            parts += [pydantic_core.to_json(entry)[:-1], b',"data":', native.dump(t), b"}"]
-    parts.append(b"]}")
+            pieces += [pydantic_core.to_json(entry)[:-1], b',"data":', native.dump(t), b"}"]
+    pieces.append(b"]}")
     if not blobs:
-        return b"".join(parts), None
-    length = sum(len(p) for p in parts)
-    return b"".join([*parts, *blobs]), length
+        return b"".join(pieces), None
+    head = b"".join(pieces)
+    return ([head, *blobs] if parts else b"".join([head, *blobs])), len(head)

@@ -7,7 +7,8 @@ the domain errors of errors.py.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import models
@@ -29,9 +30,10 @@ MODEL_VERSION = "1"
 
 @dataclass
 class InferResult:
-    body: bytes
+    body: bytes | list[bytes | memoryview]  # a list: the pieces of a binary body, in order
     header_length: int | None  # set when the body carries binary outputs
     compute_seconds: float = 0.0  # the forward pass that served it (its whole batch)
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage, for the Server-Timing header
 
 
 class DataPlane:
@@ -97,6 +99,7 @@ class DataPlane:
         )
 
     async def infer(self, name: str, version: str | None, body: bytes, header_length: str | None) -> InferResult:
+        t0 = time.perf_counter()
         rt = self.model(name, version)
         if not rt.ready:
             raise ModelNotReady(f"model {name!r} is not ready: its parity check failed; GET /health for the report")
@@ -112,14 +115,19 @@ class DataPlane:
         wanted = self._wanted_outputs(rt, request)
         chunks = codec.slice_binary(request.inputs, tail)
         tensors = [codec.decode_input(i, chunks.get(i.name)) for i in ordered]
+        t1 = time.perf_counter()
         outputs, seconds = await self.batcher.submit(tensors)
+        t2 = time.perf_counter()
         self.metrics.inference.labels(rt.spec.name).observe(seconds)
         by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
         header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
         if request.id is not None:
             header_out["id"] = request.id
-        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted])
-        return InferResult(body_out, length, seconds)
+        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted], parts=True)
+        # queue: from the hand-off to the batcher until the handler resumes, less the forward (waiting for
+        # company, for the device thread, and the hops to it and back)
+        return InferResult(body_out, length, seconds, {"decode": t1 - t0, "queue": max(0.0, t2 - t1 - seconds),
+                                                       "encode": time.perf_counter() - t2})
 
     def _match_inputs(self, rt: Runtime, inputs: list[RequestInput]) -> list[RequestInput]:
         """The request's inputs in the model's order, each with the model's datatype."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import sys
 from typing import Awaitable, Iterable, TypeVar
 
 from .errors import InvalidRequest, RequestTimeout
@@ -37,6 +38,11 @@ async def within(awaitable: Awaitable[T], seconds: float, what: str) -> T:
     if not seconds:
         return await awaitable
     try:
+        if sys.version_info >= (3, 11):
+            # in the caller's task: 3.11's wait_for wraps the awaitable in a task of its own, one more
+            # loop hop per request
+            async with asyncio.timeout(seconds):
+                return await awaitable
         return await asyncio.wait_for(awaitable, seconds)
     except asyncio.TimeoutError:
         log.warning("%s took more than %g s: answered 504", what, seconds)

@@ -44,6 +44,9 @@ class Metrics:
                             ["worker", "workers", "device", "pid"], registry=r)
         self.workers_ready = Gauge("convt_workers_ready", "Workers of this server whose last parity check passed",
                                    registry=r)
+        # labels() takes a lock and builds its key on every call; the label sets are few (templates x
+        # methods x statuses), so count_request looks their series up once
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def describe_worker(self, group, device: str) -> None:
         self.worker.labels(str(group.index), str(group.count), device, str(group.pid)).set(1)
@@ -58,6 +61,14 @@ class Metrics:
         for check in checks:
             if check.get("rel_error") is not None:
                 self.parity_rel_error.labels(model, check["name"] or "<root>").set(check["rel_error"])
+
+    def count_request(self, endpoint: str, method: str, status: int, seconds: float) -> None:
+        labels = (endpoint, method, str(status))
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = (self.requests.labels(*labels), self.latency.labels(*labels))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
@@ -89,6 +100,4 @@ class MetricsMiddleware:
         finally:
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "unmatched"
-            labels = (endpoint, scope.get("method", ""), str(status))
-            self.metrics.requests.labels(*labels).inc()
-            self.metrics.latency.labels(*labels).observe(time.perf_counter() - t0)
+            self.metrics.count_request(endpoint, scope.get("method", ""), status, time.perf_counter() - t0)

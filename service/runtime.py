@@ -24,6 +24,11 @@ from .settings import Settings
 
 log = logging.getLogger("convt.runtime")
 
+# Request bodies up to this size are read into pinned memory on a CUDA server. torch's pinned cache keeps
+# what it hands out (rounded up to a power of two) for reuse, so a cap bounds what a full queue of large
+# bodies could lock: above it a body is pageable and pinned once on the device thread, as before.
+PIN_BODY_MAX = 4 << 20
+
 
 class StartupError(RuntimeError):
     """The server cannot serve its model at all (bad model, weights or device)."""
@@ -112,6 +117,14 @@ class Runtime:
         on_device = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
         with torch.inference_mode(), on_device:
             return fn()
+
+    def host_buffer(self, nbytes: int) -> torch.Tensor:
+        """A uint8 CPU buffer for a request body: pinned on a CUDA server (up to PIN_BODY_MAX), so that
+        an input that is a view of it is copied to the device straight from it (``_to_device``)."""
+        if self.device.type != "cuda" or nbytes > PIN_BODY_MAX:
+            return torch.empty(nbytes, dtype=torch.uint8)
+        with torch.cuda.device(self.device):  # the event loop's current device may be another GPU
+            return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
 
     def _to_device(self, x: torch.Tensor) -> torch.Tensor:
         if self.device.type != "cuda":

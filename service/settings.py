@@ -96,6 +96,9 @@ class Settings(BaseSettings):
                                                                  "checked on its shape before decoding (400 above)")
     request_timeout_s: float = Field(60.0, ge=0, description="seconds an inference may take, queueing included, "
                                                              "before it is answered 504 (0: no limit)")
+    access_log: bool = Field(False, description="log a line per HTTP request (uvicorn's access log; off by "
+                                                "default: /metrics counts requests, and the line costs about a "
+                                                "tenth of a small request's server time)")
     shutdown_timeout_s: float = Field(20.0, gt=0, description="on SIGTERM, seconds to finish in-flight requests "
                                                               "before closing their connections")
 

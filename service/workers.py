@@ -148,6 +148,7 @@ def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket
     import torch
     import uvicorn
 
+    from . import serving
     from .app import create_app
 
     if settings.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
@@ -156,17 +157,17 @@ def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket
     if device.type == "cuda" and device.index < _cuda_count():  # else start-up refuses it, with the reason
         torch.cuda.set_device(device)
     group = WorkerGroup(index=index, count=count, flags=flags)
-    config = uvicorn.Config(create_app(settings, group), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, log_config=None,
-                            timeout_graceful_shutdown=settings.shutdown_timeout_s)
+    config = serving.config(create_app(settings, group), settings)
     server = uvicorn.Server(config)
-    asyncio.run(_serve(server, sock, parent, index))
+    serving.run(config, _serve(server, sock, parent, index))
     sys.exit(0 if server.started else EXIT_STARTUP_FAILED)
 
 
 async def _serve(server, sock: socket.socket, parent: int, index: int) -> None:
+    from . import serving
+
     host, port = sock.getsockname()[:2]  # read now: a stop right after start-up closes the socket
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    task = asyncio.get_running_loop().create_task(serving.serve(server, sockets=[sock]))
     announced = False
     while not task.done():
         if server.started and not announced:

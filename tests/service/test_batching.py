@@ -112,8 +112,10 @@ def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path_factory):
                                                  headers=slow_request(hold)[1]))
             await asyncio.sleep(0.3)
             rest = [slow_request(t) for t in good[:3] + [poison] + good[3:]]
-            return [await first, *await asyncio.gather(*(c.post("/v2/models/slow/infer", content=b, headers=h)
-                                                         for b, h in rest))]
+            # gathered before awaiting the first: sent while its forward holds the device, so they queue
+            # together (awaited first, they were sent after it and batched only by how they happened to arrive)
+            queued = asyncio.gather(*(c.post("/v2/models/slow/infer", content=b, headers=h) for b, h in rest))
+            return [await first, *await queued]
 
     with running_server(tmp_path_factory, "poison", "--model", "tests.service.slow_model:factory",
                         "--max-batch-size", "16", "--max-queue-delay-us", "100000") as server:

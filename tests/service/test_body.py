@@ -38,6 +38,23 @@ def test_binary_part_starts_aligned(header_length):
     assert tail.data_ptr() % ALIGN == 0
 
 
+def test_body_is_read_into_the_buffer_alloc_gives():
+    # a CUDA server passes pinned memory here: the input tensors must be views of that very buffer
+    given = []
+
+    def alloc(n: int) -> torch.Tensor:
+        given.append(torch.empty(n, dtype=torch.uint8))
+        return given[-1]
+
+    body = bytes(range(256)) * 3
+    got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body[:100], body[100:]), 10_000,
+                                "40", alloc))
+    assert bytes(got) == body and len(given) == 1
+    start = torch.frombuffer(got, dtype=torch.uint8).data_ptr()
+    assert given[0].data_ptr() <= start and start + len(body) <= given[0].data_ptr() + given[0].numel()
+    assert (start + 40) % ALIGN == 0
+
+
 def test_without_content_length_and_gzip():
     body = b'{"a": 1}' * 100
     got = asyncio.run(read_body(scope(), receiving(body[:10], body[10:]), 10_000))
@@ -57,3 +74,25 @@ def test_limits_and_hang_ups():
         asyncio.run(read_body(scope(content_length="4"), receiving(b"x" * 6), 10))
     with pytest.raises(ClientClosedRequest, match="after 3 bytes"):
         asyncio.run(read_body(scope(content_length="8"), receiving(b"abc", disconnect=True), 10))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_server_reads_binary_bodies_into_pinned_memory():
+    # a batch-1 input is a view of the body: pinned, it goes to the device without pin_memory()'s copy
+    import models
+    from service.runtime import PIN_BODY_MAX, Runtime
+
+    rt = Runtime(models.load_model("dcgan"), torch.device("cuda"), torch.float32, {}, [], {})
+    try:
+        x = torch.randn(1, 100, 1, 1)
+        head = b'{"inputs": []}'
+        body = head + x.numpy().tobytes()
+        got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body), 10_000,
+                                    str(len(head)), rt.host_buffer))
+        view = torch.frombuffer(got[len(head):], dtype=torch.float32).reshape(1, 100, 1, 1)
+        assert view.is_pinned()
+        assert torch.equal(rt._to_device(view).cpu(), x)
+        assert not rt.host_buffer(PIN_BODY_MAX + 1).is_pinned()  # large bodies stay pageable
+    finally:
+        rt.close()
