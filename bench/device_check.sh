@@ -46,6 +46,7 @@ for part in "${@:-all}"; do
   esac
   case $part in
     load|all)  # throughput and latency of a CUDA server (bench/load.py; about 2 min after the build): $OUT/load/load.{md,json}
-      python3 -m bench.load --device cuda --client-procs 4 --out "$OUT/load" 2>&1 | tail -n 30 ;;
+      # CONVT_LOAD_ARGS: more bench.load flags (word-split); CONVT_LOAD_TAG: a suffix for the out folder
+      python3 -m bench.load --device cuda --client-procs 4 --out "$OUT/load${CONVT_LOAD_TAG:-}" ${CONVT_LOAD_ARGS:-} 2>&1 | tail -n 30 ;;
   esac
 done

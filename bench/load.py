@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import re
 import shlex
+import socket
 import statistics
 import subprocess
 import sys
@@ -159,6 +160,51 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
     return out
 
 
+def blocking_requests(url: str, raw: bytes, n: int) -> dict:
+    """``n`` sequential requests on one keep-alive connection from a blocking socket that reads each
+    response into one reused buffer: a client whose own cost is near what a compiled one's is. The
+    asyncio client above copies a large response several times (its stream buffer, readexactly's
+    slice), which an overhead figure for the server's protocol should not carry."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    buf = bytearray(4 << 20)
+    out = {"latency": [], "compute": [], "overhead": [], "stages": []}
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            sock.sendall(raw)
+            got, end = 0, -1
+            while end < 0:
+                k = sock.recv_into(memoryview(buf)[got:])
+                if not k:
+                    raise ConnectionError("the server closed the connection")
+                got += k
+                end = buf.find(b"\r\n\r\n", 0, got)
+            head = bytes(buf[:end + 4]).lower()
+            total = end + 4 + int(re.search(rb"\r\ncontent-length: *(\d+)", head).group(1))
+            if total > len(buf):
+                buf.extend(bytes(total - len(buf)))
+            while got < total:
+                k = sock.recv_into(memoryview(buf)[got:total])
+                if not k:
+                    raise ConnectionError("the server closed the connection")
+                got += k
+            elapsed = time.perf_counter() - t0
+            if int(head[9:12]) != 200:
+                raise RuntimeError(f"status {head[9:12].decode()}: {bytes(buf[end + 4:total])[:300]!r}")
+            compute = float(re.search(rb"\r\nx-convt-compute-ms: *([0-9.]+)", head).group(1))
+            out["latency"].append(elapsed * 1e3)
+            out["compute"].append(compute)
+            out["overhead"].append(elapsed * 1e3 - compute)
+            m = re.search(rb"\r\nserver-timing: *([^\r]*)", head)
+            out["stages"].append({k.decode(): float(v) for k, v in re.findall(rb"(\w+);dur=([0-9.]+)", m.group(1))})
+    lat = sorted(out["latency"])
+    return {"requests": n, "ok": n, "p50_ms": lat[n // 2], "p99_ms": lat[min(n - 1, int(n * 0.99))],
+            "compute_ms_median": statistics.median(out["compute"]),
+            "overhead_ms_median": statistics.median(out["overhead"]),
+            "stages_ms_median": {k: statistics.median(st[k] for st in out["stages"]) for k in out["stages"][0]}}
+
+
 def cpu_seconds(pid: int | None) -> float:
     """User + system CPU of a process (all its threads) so far: per request, the server's cost under
     load that the throughput of a machine shared with the clients hides."""
@@ -288,6 +334,8 @@ def main(argv=None) -> int:
             drive(url, "kernelbench-71", req, 1, None, 5, 1)
             r = drive(url, "kernelbench-71", req, 1, None, 200, 1, pid)
             result["overhead_1MiB"] = {"input_bytes": x.nbytes, **r}
+            blocking_requests(url, req[0], 5)
+            result["overhead_1MiB_blocking"] = {"input_bytes": x.nbytes, **blocking_requests(url, req[0], 200)}
     if "codec" in parts:
         result["json_codec"] = codec_throughput()
     md = render(result)
@@ -333,6 +381,15 @@ def render(res: dict) -> str:
                          + ", ".join(f"{k} {v:.3f} ms" for k, v in st.items() if k != "compute")
                          + f"; the rest ({o['overhead_ms_median'] - server:.2f} ms) is HTTP parsing and writing, "
                            f"the loopback and the client")
+    if "overhead_1MiB_blocking" in res:
+        o = res["overhead_1MiB_blocking"]
+        st = o["stages_ms_median"]
+        server = sum(v for k, v in st.items() if k != "compute")
+        lines.append(f"- the same with a blocking-socket client (one reused receive buffer), {o['ok']} requests: "
+                     f"end-to-end p50 {o['p50_ms']:.2f} ms, forward {o['compute_ms_median']:.2f} ms, protocol "
+                     f"overhead {o['overhead_ms_median']:.2f} ms; in the server's handler "
+                     + ", ".join(f"{k} {v:.3f}" for k, v in st.items() if k != "compute")
+                     + f" ms; the rest {o['overhead_ms_median'] - server:.2f} ms")
     if "json_codec" not in res:
         return "\n".join(lines) + "\n"
     j = res["json_codec"]

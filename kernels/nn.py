@@ -22,7 +22,8 @@ class ConvTranspose2d(nn.ConvTranspose2d):
         output_padding = self._output_padding(
             input, output_size, self.stride, self.padding, self.kernel_size, 2, self.dilation
         )
-        return torch.ops.convt.conv_transpose2d(
+        # the overload itself: the packet resolves it on every call
+        return torch.ops.convt.conv_transpose2d.default(
             input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
         )
 

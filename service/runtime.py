@@ -28,6 +28,9 @@ log = logging.getLogger("convt.runtime")
 # what it hands out (rounded up to a power of two) for reuse, so a cap bounds what a full queue of large
 # bodies could lock: above it a body is pageable and pinned once on the device thread, as before.
 PIN_BODY_MAX = 4 << 20
+# Below this a body is pageable: a small input is copied into the batch's pinned buffer anyway (or pinned
+# on the device thread when it runs alone), and a pinned block costs the event loop more than the copy.
+PIN_BODY_MIN = 64 << 10
 
 
 class StartupError(RuntimeError):
@@ -119,9 +122,9 @@ class Runtime:
             return fn()
 
     def host_buffer(self, nbytes: int) -> torch.Tensor:
-        """A uint8 CPU buffer for a request body: pinned on a CUDA server (up to PIN_BODY_MAX), so that
+        """A uint8 CPU buffer for a request body: pinned on a CUDA server (PIN_BODY_MIN to PIN_BODY_MAX bytes), so that
         an input that is a view of it is copied to the device straight from it (``_to_device``)."""
-        if self.device.type != "cuda" or nbytes > PIN_BODY_MAX:
+        if self.device.type != "cuda" or not PIN_BODY_MIN <= nbytes <= PIN_BODY_MAX:
             return torch.empty(nbytes, dtype=torch.uint8)
         with torch.cuda.device(self.device):  # the event loop's current device may be another GPU
             return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)

@@ -46,6 +46,10 @@ class Settings(BaseSettings):
                                                                         "waits for company, microseconds")
     max_queue_size: int = Field(256, ge=1, le=1_000_000, description="requests waiting for the device before "
                                                                     "new ones get 429 with Retry-After")
+    switch_interval_us: int = Field(
+        5000, ge=50, le=100_000,
+        description="the interpreter's GIL switch interval, microseconds (Python's default 5000): the event loop and "
+                    "the device thread share the GIL, and a thread that wants it back waits up to this long")
     workers: int | None = Field(None, ge=1, le=64, description="server processes sharing the port, worker i on "
                                                              "cuda:i (default: one per visible GPU, or 1 on the CPU)")
     @field_validator("device")

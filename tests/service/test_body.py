@@ -81,18 +81,19 @@ def test_limits_and_hang_ups():
 def test_cuda_server_reads_binary_bodies_into_pinned_memory():
     # a batch-1 input is a view of the body: pinned, it goes to the device without pin_memory()'s copy
     import models
-    from service.runtime import PIN_BODY_MAX, Runtime
+    from service.runtime import PIN_BODY_MAX, PIN_BODY_MIN, Runtime
 
     rt = Runtime(models.load_model("dcgan"), torch.device("cuda"), torch.float32, {}, [], {})
     try:
-        x = torch.randn(1, 100, 1, 1)
+        x = torch.randn(1, 100, 16, 16)  # 100 KiB: past PIN_BODY_MIN
         head = b'{"inputs": []}'
         body = head + x.numpy().tobytes()
-        got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body), 10_000,
+        got = asyncio.run(read_body(scope(content_length=str(len(body))), receiving(body), 1 << 20,
                                     str(len(head)), rt.host_buffer))
-        view = torch.frombuffer(got[len(head):], dtype=torch.float32).reshape(1, 100, 1, 1)
+        view = torch.frombuffer(got[len(head):], dtype=torch.float32).reshape(x.shape)
         assert view.is_pinned()
         assert torch.equal(rt._to_device(view).cpu(), x)
         assert not rt.host_buffer(PIN_BODY_MAX + 1).is_pinned()  # large bodies stay pageable
+        assert not rt.host_buffer(PIN_BODY_MIN - 1).is_pinned()  # and small ones: the batch's buffer is pinned
     finally:
         rt.close()
