@@ -51,6 +51,9 @@ class ModelSpec:
     description: str = ""
     platform: str = "pytorch"
     weights: dict[str, Any] = field(default_factory=dict)  # provenance, set by the loader
+    # Whether a server may capture the forward as a CUDA graph per input shape and replay it: False for a
+    # module whose forward depends on more than its inputs' shapes (values read to the host, Python-side state).
+    graph_safe: bool = True
 
     @classmethod
     def from_example(cls, module: nn.Module, example_inputs: torch.Tensor | Sequence[torch.Tensor], name: str,

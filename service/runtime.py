@@ -20,6 +20,7 @@ import torch
 import models
 
 from .errors import DeviceOutOfMemory
+from .graphs import CudaGraphs
 from .settings import Settings
 
 log = logging.getLogger("convt.runtime")
@@ -69,7 +70,8 @@ def _check_device(device: torch.device, info: dict[str, Any]) -> None:
 
 class Runtime:
     def __init__(self, spec: models.ModelSpec, device: torch.device, dtype: torch.dtype,
-                 tolerances: dict[str, float], layers: list[dict[str, Any]], kernel_info: dict[str, Any]):
+                 tolerances: dict[str, float], layers: list[dict[str, Any]], kernel_info: dict[str, Any],
+                 graph_shapes: int = 0):
         self.spec = spec
         self.device = device
         self.dtype = dtype
@@ -82,6 +84,7 @@ class Runtime:
         # from a worker serving cuda:1.
         pin = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" and device.index is not None else None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convt-infer", initializer=pin)
+        self.graphs = CudaGraphs(spec.module, graph_shapes if device.type == "cuda" and spec.graph_safe else 0)
 
     @classmethod
     def load(cls, settings: Settings) -> "Runtime":
@@ -104,7 +107,7 @@ class Runtime:
         for layer in layers:
             log.info("swapped layer %r: %s", layer["name"], {k: v for k, v in layer.items() if k != "name"})
         log.info("serving %s on %s as %s", spec.name, device, dtype)
-        return cls(spec, device, dtype, dict(settings.parity_tolerance), layers, info)
+        return cls(spec, device, dtype, dict(settings.parity_tolerance), layers, info, settings.cuda_graph_shapes)
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         return tuple(t.to(device=self.device, dtype=self.dtype if t.is_floating_point() else t.dtype)
@@ -147,6 +150,12 @@ class Runtime:
         host = torch.empty(y.shape, dtype=y.dtype, pin_memory=True)
         return host.copy_(y, non_blocking=True)
 
+    def _model(self, xs: list[torch.Tensor]) -> Any:
+        out = self.graphs.run(xs, self.device)
+        if out is None:
+            out = self.spec.module(*[self._to_device(x) for x in xs])
+        return out
+
     def _forward(self, requests: list[list[torch.Tensor]]) -> tuple[list[list[torch.Tensor]], float]:
         """One forward pass for one or more requests: their inputs are concatenated
         along the batch dimension here, on the worker thread, and the outputs split
@@ -154,8 +163,7 @@ class Runtime:
         t0 = time.perf_counter()
         try:
             joined = requests[0] if len(requests) == 1 else [self._cat(parts) for parts in zip(*requests)]
-            xs = [self._to_device(x) for x in joined]
-            out = self._guarded(lambda: self.spec.module(*xs))
+            out = self._guarded(lambda: self._model(joined))
             outs = [out] if isinstance(out, torch.Tensor) else list(out)
             host = [self._to_host(o) for o in outs]
             if self.device.type == "cuda":
@@ -170,7 +178,7 @@ class Runtime:
                 raise
         # Out of memory: raised outside the except block so that no traceback
         # keeps this frame's tensors alive while the cache is freed.
-        joined = xs = out = outs = host = None
+        joined = out = outs = host = None
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()

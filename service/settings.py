@@ -46,6 +46,11 @@ class Settings(BaseSettings):
                                                                         "waits for company, microseconds")
     max_queue_size: int = Field(256, ge=1, le=1_000_000, description="requests waiting for the device before "
                                                                     "new ones get 429 with Retry-After")
+    cuda_graph_shapes: int = Field(
+        32, ge=0, le=1024,
+        description="on a CUDA device, the forward passes of up to this many distinct input shapes (batch included) "
+                    "are captured as CUDA graphs the first time each is seen and replayed after: one launch instead of "
+                    "one per op; only batches of at most 4 MiB of input; 0 turns capture off")
     switch_interval_us: int = Field(
         5000, ge=50, le=100_000,
         description="the interpreter's GIL switch interval, microseconds (Python's default 5000): the event loop and "
