@@ -10,6 +10,6 @@ for c in "$@"; do
   ncu --kernel-name "${NCU_KERNEL:-regex:convt}" -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       --section SchedulerStats --section InstructionStats python3 -m bench.profile_one "$c" \
-      > "$OUT/ncu-$c.txt" 2>&1
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Grid Size|Block Limit Reg|Warp Cycles Per Issued|Waves Per SM|L1/TEX Hit|L2 Hit" "$OUT/ncu-$c.txt" | sed "s/^/$c /"
+      > "$OUT/ncu-$c${NCU_TAG:-}.txt" 2>&1
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Grid Size|Block Limit Reg|Warp Cycles Per Issued|Waves Per SM|L1/TEX Hit|L2 Hit" "$OUT/ncu-$c${NCU_TAG:-}.txt" | sed "s/^/$c${NCU_TAG:-} /"
 done
