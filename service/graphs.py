@@ -25,8 +25,17 @@ from torch import nn
 
 log = logging.getLogger("convt.runtime")
 
-# Larger batches amortise the launches anyway, and every captured shape keeps its inputs and outputs allocated.
+# Larger batches amortise the launches anyway, and every captured shape keeps its inputs and outputs allocated:
+# once those hold MAX_HELD_BYTES of device memory no new shape is captured (a client sending many shapes of a
+# model with large outputs would otherwise pin up to the shape limit times its largest output).
 MAX_INPUT_BYTES = 4 << 20
+MAX_HELD_BYTES = 256 << 20
+
+
+def _nbytes(tensors: Any) -> int:
+    if isinstance(tensors, torch.Tensor):
+        return tensors.numel() * tensors.element_size()
+    return sum(_nbytes(t) for t in tensors) if isinstance(tensors, (list, tuple)) else 0
 
 
 @dataclass
@@ -43,6 +52,7 @@ class CudaGraphs:
         self.failed: str | None = None  # why capture stopped: the model cannot be captured
         self._graphs: dict[tuple, _Captured] = {}
         self._pool = None
+        self.held_bytes = 0  # the captured graphs' input and output buffers
 
     @property
     def shapes(self) -> int:
@@ -57,12 +67,14 @@ class CudaGraphs:
         key = tuple((tuple(x.shape), x.dtype) for x in xs)
         g = self._graphs.get(key)
         if g is None:
-            if len(self._graphs) >= self.limit or sum(x.numel() * x.element_size() for x in xs) > MAX_INPUT_BYTES:
+            if (len(self._graphs) >= self.limit or self.held_bytes >= MAX_HELD_BYTES
+                    or _nbytes(xs) > MAX_INPUT_BYTES):
                 return None
             g = self._capture(xs, device)
             if g is None:
                 return None
             self._graphs[key] = g
+            self.held_bytes += _nbytes(g.inputs) + _nbytes(g.outputs)
             log.info("captured a CUDA graph of the forward for input shapes %s (%d of at most %d)",
                      [list(x.shape) for x in xs], len(self._graphs), self.limit)
         for static, x in zip(g.inputs, xs):

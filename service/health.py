@@ -66,7 +66,8 @@ class HealthCheck:
             "model": parity.get("model"),
             "kernel": rt.kernel_info,
             # the parity check runs the model op by op; requests may replay captured graphs of it
-            "cuda_graphs": {"max_shapes": rt.graphs.limit, "captured": rt.graphs.shapes, "failed": rt.graphs.failed},
+            "cuda_graphs": {"max_shapes": rt.graphs.limit, "captured": rt.graphs.shapes,
+                            "held_bytes": rt.graphs.held_bytes, "failed": rt.graphs.failed},
             "run": run,
             "started_at": started.isoformat(timespec="milliseconds"),
             "seconds": round(time.perf_counter() - t0, 4),

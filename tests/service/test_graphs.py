@@ -32,6 +32,7 @@ def test_replayed_forwards_equal_op_by_op_ones():
                 assert torch.equal(g[0], w[0])
                 assert torch.isfinite(g[0]).all() and g[0].abs().sum() > 0
         assert graphs.graphs.shapes == 2 and graphs.graphs.failed is None
+        assert graphs.graphs.held_bytes == 4 * (1 + 3) * (100 + 3 * 64 * 64)  # inputs and outputs of batch 1 and 3
         assert eager.graphs.shapes == 0
     finally:
         graphs.close()
@@ -46,6 +47,19 @@ class HostSync(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         scale = float(x.abs().max())  # a value read on the host: not capturable
         return self.up(x) * scale
+
+
+def test_capture_stops_once_the_graphs_hold_their_memory_budget(monkeypatch):
+    from service import graphs as graphs_module
+
+    monkeypatch.setattr(graphs_module, "MAX_HELD_BYTES", 1)  # the first capture uses it up
+    rt = runtime(models.load_model("dcgan"), 8)
+    try:
+        for b in (1, 2, 3):
+            rt._forward([[torch.randn(b, 100, 1, 1)]])
+        assert rt.graphs.shapes == 1
+    finally:
+        rt.close()
 
 
 def test_a_model_that_syncs_with_the_host_runs_op_by_op():
