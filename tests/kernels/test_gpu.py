@@ -34,7 +34,7 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 # The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
-ALGOS = ["ffma", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
+ALGOS = ["ffma", "rows", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 
@@ -131,6 +131,32 @@ def test_halo_kernel_cuda(seed, precision, i, algo):
         x, w, _ = case.tensors(torch.float32, "cuda", gen)
         assert torch.ops.convt.cuda_path(x, w, *case.args()) == "wgh", f"not on the halo kernel: {case}"
     check_cuda(case, precision, seed * 7919 + i)
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(30))
+def test_rows_kernel_cuda(seed, precision, i):
+    """Random problems with 1-4 output channels a group and height dilation 1, which the heuristic gives the
+    rows kernel: row strips cut by the image edge, 1-5 height taps a phase, pure-fill phases, groups, width
+    dilation, padding past the kernel, non-contiguous input."""
+    rng = random.Random(seed * 104729 + i)
+    case = random_case(rng, max_hw=6, max_ch=3)
+    sh = rng.randint(1, 4)
+    kh = rng.randint(1, 5 * sh)
+    cout_g = rng.randint(1, 4)
+    g = rng.choice([1, 1, 2, 3])
+    cin_g = rng.choice([1, 3, 8, 37])
+    hw = (rng.randint(1, 29), rng.randint(1, 70))
+    case = Case(case.n, cin_g * g, cout_g * g, (kh, case.k[1]), hw, (sh, case.stride[1]),
+                (rng.randint(0, kh), case.padding[1]), (rng.randint(0, sh - 1), case.output_padding[1]),
+                (1, case.dilation[1]), g, case.bias, case.unbatched, noncontiguous=case.noncontiguous)
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    if case.n > 0:
+        gen = torch.Generator().manual_seed(0)
+        x, w, _ = case.tensors(TORCH_DTYPE[precision], "cuda", gen)
+        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "rows", f"not on the rows kernel: {case}"
+    check_cuda(case, precision, seed * 104729 + i)
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "../convt_params.h"
+#include "convt_rows.h"
 #include "convt_tc.h"
 
 namespace convt {
@@ -191,12 +192,12 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma; tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
+// ffma; rows (the FFMA path for 1-4 output channels a group); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here).
-enum class Path { kFfma, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows falls back to ffma.
+enum class Path { kFfma, kRows, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -210,6 +211,7 @@ struct Forced {
 };
 constexpr Forced kForced[] = {
     {"ffma", {Path::kFfma}},
+    {"rows", {Path::kRows}},
     {"tc", {Path::kTc}},
     {"tc32", {Path::kTc, TcTile::kBN32}},
     {"tc64", {Path::kTc, TcTile::kBN64}},
@@ -240,9 +242,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kWgh && !(wg_ok && dtype == at::kFloat && wgh_supports(p, x, a.wgh_tile))) a.path = Path::kWg;
       if (a.path == Path::kWg && !wg_ok) a.path = Path::kTc;
       if (a.path == Path::kTc && !tc_ok) a.path = Path::kFfma;
+      if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -250,6 +253,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
+  // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
+  // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1: ncu 286 us
+  // on the FFMA kernel, docs/kernel-notes.md).
+  if (rows_supports(p)) return {Path::kRows};
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
   // TF32 on Hopper, 33-64 output channels a group, phases at least 48 columns
   // wide (its tiles are 64) and a TMA-aligned input: the halo kernel, which reads
@@ -279,6 +286,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kWgh: launch_wgh(p, x, w, b, out, algo.wgh_tile, stream); break;
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
+    case Path::kRows: launch_rows(p, x, w, b, out, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
 }
@@ -298,6 +306,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kWgh: return "wgh";
     case Path::kWg: return "wg";
     case Path::kTc: return "tc";
+    case Path::kRows: return "rows";
     default: return "ffma";
   }
 }

@@ -1,0 +1,20 @@
+// The FFMA path for 1-4 output channels a group (convt_rows.cu): a column of
+// outputs a thread, the input rows its height taps share held in registers.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <cuda_runtime.h>
+
+#include "../convt_params.h"
+
+namespace convt {
+
+constexpr int kRowsMaxCout = 4;  // output channels a group
+constexpr int kRowsMaxTaps = 5;  // height taps a phase (kernel height over stride, rounded up)
+
+// Height dilation 1 (the taps' rows are consecutive), few channels and taps, and the grid's limits.
+bool rows_supports(const ConvTParams& p);
+void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                 cudaStream_t stream);
+
+}  // namespace convt
