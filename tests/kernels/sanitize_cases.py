@@ -15,8 +15,8 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 6, 12, (3, 3), (4, 6), 5, 1, 4, 2, 1, torch.bfloat16),           # pure-fill phases
     (2, 12, 12, (4, 4), (7, 7), 2, 1, 1, 1, 12, torch.float64, "ffma", True),  # depthwise, CO_T=1
     # rows kernel (1-4 output channels a group): strips cut by the edge, 3 taps, groups, a pure-fill phase
-    (1, 56, 1, (9, 9), (21, 19), 3, 4, 2, 1, 1, torch.float32, "rows", True),
-    (2, 12, 6, (4, 3), (7, 9), (2, 1), 1, 1, (1, 2), 3, torch.float16, "rows", True),
+    (1, 56, 1, (9, 9), (21, 19), 3, 4, 2, 1, 1, torch.float32, "rows8", True),
+    (2, 12, 6, (4, 3), (7, 9), (2, 1), 1, 1, (1, 2), 3, torch.float16, "rows4", True),
     (2, 6, 3, (3, 3), (5, 6), 5, 1, 4, (1, 2), 1, torch.float32, "rows", False),
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases

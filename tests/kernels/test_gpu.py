@@ -34,7 +34,7 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 # The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
-ALGOS = ["ffma", "rows", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
+ALGOS = ["ffma", "rows4", "rows8", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 

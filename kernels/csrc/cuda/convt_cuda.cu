@@ -192,7 +192,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma; rows (the FFMA path for 1-4 output channels a group); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
+// ffma; rows, rows4, rows8 (the FFMA path for 1-4 output channels a group); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
@@ -203,6 +203,7 @@ struct Algo {
   TcTile tc_tile = TcTile::kAuto;
   WgTile wg_tile = WgTile::kAuto;
   WghTile wgh_tile = WghTile::kAuto;
+  int rows = 0;  // outputs a thread on the rows kernel; 0: its pick
 };
 
 struct Forced {
@@ -212,6 +213,8 @@ struct Forced {
 constexpr Forced kForced[] = {
     {"ffma", {Path::kFfma}},
     {"rows", {Path::kRows}},
+    {"rows4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 4}},
+    {"rows8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 8}},
     {"tc", {Path::kTc}},
     {"tc32", {Path::kTc, TcTile::kBN32}},
     {"tc64", {Path::kTc, TcTile::kBN64}},
@@ -245,7 +248,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -286,7 +289,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kWgh: launch_wgh(p, x, w, b, out, algo.wgh_tile, stream); break;
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
-    case Path::kRows: launch_rows(p, x, w, b, out, stream); break;
+    case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
 }

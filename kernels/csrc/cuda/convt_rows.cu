@@ -2,11 +2,11 @@
 // RGB output): nothing there for a channel tile to reuse, so the general FFMA
 // kernel paid a weight read from shared memory and an input read per FMA (ncu,
 // fsrcnn-56-1-n1: 286 us, the shared-memory scoreboard 3.7 of 8.2 cycles a
-// warp issue). Here a thread owns a column of kRows outputs of one phase at one
+// warp issue). Here a thread owns a column of 4 or 8 outputs of one phase at one
 // output column, for every channel of its group. Within a phase the row taps
 // read consecutive input rows (height dilation 1: tap i reads row m + a0 - i),
 // so per input channel and width tap the thread loads one window of
-// kRows + taps - 1 input values into registers and every height tap reads its
+// rows + taps - 1 input values into registers and every height tap reads its
 // rows from there; the lanes of a warp take adjacent columns, so each window
 // row is one coalesced load. Weights are uniform across the block: cached
 // broadcast loads.
@@ -22,59 +22,62 @@ namespace convt {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kRows = 8;
 
-template <typename scalar_t, typename acc_t, int CO_T, int NTH>
+template <typename scalar_t, typename acc_t, int CO_T, int NTH, int ROWS>
 __global__ void __launch_bounds__(kThreads)
-    convt_rows_kernel(const ConvTParams p, const scalar_t* __restrict__ x,
-                      const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias,
-                      scalar_t* __restrict__ y) {
-  constexpr int kWin = kRows + NTH - 1;
+    convt_rows_kernel(const ConvTParams p, const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
+                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
+  constexpr int kWin = ROWS + NTH - 1;
   const int64_t phases_w = p.sw < p.Wout ? p.sw : p.Wout;
   const int64_t rh = blockIdx.y / phases_w, rw = blockIdx.y % phases_w;
   const int64_t g = blockIdx.z;
   const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
-  const int64_t strips = (Mh + kRows - 1) / kRows;
+  const int64_t strips = (Mh + ROWS - 1) / ROWS;
   const int64_t q = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (Mw == 0 || q >= p.N * strips * Mw) return;  // no barrier below: a thread past the phase just leaves
-  const int64_t mw = q % Mw, n = q / Mw / strips, mh0 = (q / Mw) % strips * kRows;
+  const int64_t mw = q % Mw, n = q / Mw / strips, mh0 = (q / Mw) % strips * ROWS;
 
-  acc_t acc[CO_T][kRows];
+  acc_t acc[CO_T][ROWS];
 #pragma unroll
   for (int c = 0; c < CO_T; ++c)
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) acc[c][r] = acc_t(0);
+    for (int r = 0; r < ROWS; ++r) acc[c][r] = acc_t(0);
 
   const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
   const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
   if (th.k0 < p.KH && tw.k0 < p.KW) {  // else a pure fill: bias or zero
     const int nth = static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
-    const int64_t a0 = tap_offset(rh, p.ph, p.sh, p.dh, th.k0);
-    const int64_t low = mh0 + a0 - (nth - 1);  // the window's first input row
-    const int64_t KK = p.KH * p.KW;
-    for (int64_t ci = 0; ci < p.Cin_g; ++ci) {
-      const scalar_t* x_c = x + ((n * p.Cin + g * p.Cin_g + ci) * p.Hin) * p.Win;
-      const scalar_t* w_c = w + (g * p.Cin_g + ci) * p.Cout_g * KK;
-      for (int64_t kw = tw.k0; kw < p.KW; kw += tw.step) {
-        const int64_t iw = mw + tap_offset(rw, p.pw, p.sw, p.dw, kw);
-        if (iw < 0 || iw >= p.Win) continue;
+    const int64_t low = mh0 + tap_offset(rh, p.ph, p.sh, p.dh, th.k0) - (nth - 1);  // the window's first row
+    const int64_t HWin = p.Hin * p.Win, KK = p.KH * p.KW, w_ci = p.Cout_g * KK;
+    // Window rows inside the image: a mask, so the loop over channels has no bounds arithmetic.
+    unsigned in_rows = 0;
+#pragma unroll
+    for (int u = 0; u < kWin; ++u) in_rows |= (u < ROWS + nth - 1 && low + u >= 0 && low + u < p.Hin) ? 1u << u : 0u;
+    // Weight offset of each height tap, counted from the last tap (its rows start at window row i).
+    int64_t w_tap[NTH];
+#pragma unroll
+    for (int i = 0; i < NTH; ++i) w_tap[i] = i < nth ? (th.k0 + (nth - 1 - i) * th.step) * p.KW : 0;
+    const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g) * HWin + low * p.Win;
+    const scalar_t* w_g = w + g * p.Cin_g * w_ci;
+    for (int64_t kw = tw.k0; kw < p.KW; kw += tw.step) {
+      const int64_t iw = mw + tap_offset(rw, p.pw, p.sw, p.dw, kw);
+      if (iw < 0 || iw >= p.Win) continue;
+      const scalar_t* x_c = x_n + iw;
+      const scalar_t* w_c = w_g + kw;
+      for (int64_t ci = 0; ci < p.Cin_g; ++ci, x_c += HWin, w_c += w_ci) {
         acc_t xv[kWin];
 #pragma unroll
-        for (int u = 0; u < kWin; ++u) {
-          const int64_t ih = low + u;
-          xv[u] = (u < kRows + nth - 1 && ih >= 0 && ih < p.Hin) ? static_cast<acc_t>(x_c[ih * p.Win + iw])
-                                                                  : acc_t(0);
-        }
+        for (int u = 0; u < kWin; ++u) xv[u] = (in_rows >> u & 1u) ? static_cast<acc_t>(x_c[u * p.Win]) : acc_t(0);
 #pragma unroll
-        for (int i = 0; i < NTH; ++i) {  // i counts taps from the last: its rows start at window row i
+        for (int i = 0; i < NTH; ++i) {
           if (i < nth) {
-            const int64_t kh = th.k0 + (nth - 1 - i) * th.step;
-            const scalar_t* w_t = w_c + kh * p.KW + kw;
 #pragma unroll
             for (int c = 0; c < CO_T; ++c) {
-              const acc_t wv = c < p.Cout_g ? static_cast<acc_t>(__ldg(w_t + c * KK)) : acc_t(0);
+              if (CO_T == 1 || c < p.Cout_g) {
+                const acc_t wv = static_cast<acc_t>(__ldg(w_c + w_tap[i] + c * KK));
 #pragma unroll
-              for (int r = 0; r < kRows; ++r) acc[c][r] += wv * xv[r + i];
+                for (int r = 0; r < ROWS; ++r) acc[c][r] += wv * xv[r + i];
+              }
             }
           }
         }
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
       const acc_t bv = bias != nullptr ? static_cast<acc_t>(bias[oc]) : acc_t(0);
       scalar_t* y_c = y + ((n * p.Cout + oc) * p.Hout + rh) * p.Wout + rw + mw * p.sw;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
+      for (int r = 0; r < ROWS; ++r) {
         if (mh0 + r < Mh) y_c[(mh0 + r) * p.sh * p.Wout] = static_cast<scalar_t>(acc[c][r] + bv);
       }
     }
@@ -99,31 +102,46 @@ __global__ void __launch_bounds__(kThreads)
 // Height taps a phase can have: every phase's count is at most this.
 int64_t max_row_taps(const ConvTParams& p) { return (p.KH + p.sh - 1) / p.sh; }
 
-template <typename scalar_t, int CO_T, int NTH>
+int64_t row_threads(const ConvTParams& p, int rows) {
+  const int64_t strips = (phase_extent(0, p.sh, p.Hout) + rows - 1) / rows;
+  return p.N * strips * phase_extent(0, p.sw, p.Wout);
+}
+
+template <typename scalar_t, int CO_T, int NTH, int ROWS>
 void launch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
             cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t strips = (phase_extent(0, p.sh, p.Hout) + kRows - 1) / kRows;
-  const int64_t pixels = p.N * strips * phase_extent(0, p.sw, p.Wout);
-  const dim3 grid(static_cast<unsigned>((pixels + kThreads - 1) / kThreads),
+  const dim3 grid(static_cast<unsigned>((row_threads(p, ROWS) + kThreads - 1) / kThreads),
                   static_cast<unsigned>(std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout)),
                   static_cast<unsigned>(p.groups));
-  convt_rows_kernel<scalar_t, acc_t, CO_T, NTH><<<grid, kThreads, 0, stream>>>(
+  convt_rows_kernel<scalar_t, acc_t, CO_T, NTH, ROWS><<<grid, kThreads, 0, stream>>>(
       p, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
       b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename scalar_t, int CO_T>
+template <typename scalar_t, int CO_T, int ROWS>
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  cudaStream_t stream) {
   const int64_t t = max_row_taps(p);
   if (t <= 2) {
-    launch<scalar_t, CO_T, 2>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, 2, ROWS>(p, x, w, b, out, stream);
   } else if (t <= 3) {
-    launch<scalar_t, CO_T, 3>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, 3, ROWS>(p, x, w, b, out, stream);
   } else {
-    launch<scalar_t, CO_T, kRowsMaxTaps>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, kRowsMaxTaps, ROWS>(p, x, w, b, out, stream);
+  }
+}
+
+template <typename scalar_t, int ROWS>
+void launch_cout(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                 cudaStream_t stream) {
+  if (p.Cout_g == 1) {
+    launch_taps<scalar_t, 1, ROWS>(p, x, w, b, out, stream);
+  } else if (p.Cout_g == 2) {
+    launch_taps<scalar_t, 2, ROWS>(p, x, w, b, out, stream);
+  } else {
+    launch_taps<scalar_t, 4, ROWS>(p, x, w, b, out, stream);
   }
 }
 
@@ -131,23 +149,26 @@ void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 bool rows_supports(const ConvTParams& p) {
   // Grid limits: pixel blocks in x, phases in y, groups in z.
-  const int64_t strips = (phase_extent(0, p.sh, p.Hout) + kRows - 1) / kRows;
-  const int64_t blocks = (p.N * strips * phase_extent(0, p.sw, p.Wout) + kThreads - 1) / kThreads;
   return p.Cout_g >= 1 && p.Cout_g <= kRowsMaxCout && p.dh == 1 && max_row_taps(p) <= kRowsMaxTaps &&
          p.groups <= 65535 && std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) <= 65535 &&
-         blocks < (int64_t(1) << 31);
+         (row_threads(p, 4) + kThreads - 1) / kThreads < (int64_t(1) << 31) && p.Hin * p.Win < (int64_t(1) << 40);
 }
 
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 cudaStream_t stream) {
+                 int rows, cudaStream_t stream) {
   TORCH_CHECK(rows_supports(p), "convt: the rows kernel does not take this problem");
+  // 8 rows a thread reuse a window best; 4 where 8 would leave the GPU under 16 warps an SM (a thread loops
+  // over every input channel of its group in turn).
+  if (rows == 0) {
+    int sms = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, x.get_device()));
+    rows = row_threads(p, 8) * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) >= int64_t(sms) * 16 * 32 ? 8 : 4;
+  }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_rows", [&] {
-    if (p.Cout_g == 1) {
-      launch_taps<scalar_t, 1>(p, x, w, b, out, stream);
-    } else if (p.Cout_g == 2) {
-      launch_taps<scalar_t, 2>(p, x, w, b, out, stream);
+    if (rows == 8) {
+      launch_cout<scalar_t, 8>(p, x, w, b, out, stream);
     } else {
-      launch_taps<scalar_t, 4>(p, x, w, b, out, stream);
+      launch_cout<scalar_t, 4>(p, x, w, b, out, stream);
     }
   });
 }

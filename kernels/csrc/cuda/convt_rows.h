@@ -14,7 +14,8 @@ constexpr int kRowsMaxTaps = 5;  // height taps a phase (kernel height over stri
 
 // Height dilation 1 (the taps' rows are consecutive), few channels and taps, and the grid's limits.
 bool rows_supports(const ConvTParams& p);
+// rows: outputs a thread, 4 or 8; 0 picks by the thread count.
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 cudaStream_t stream);
+                 int rows, cudaStream_t stream);
 
 }  // namespace convt
