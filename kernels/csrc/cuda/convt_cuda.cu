@@ -257,9 +257,9 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
-  // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1: ncu 286 us
-  // on the FFMA kernel, docs/kernel-notes.md).
-  if (rows_supports(p)) return {Path::kRows};
+  // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
+  // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
+  if (rows_preferred(p, x.get_device())) return {Path::kRows};
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
   // TF32 on Hopper, 33-64 output channels a group, phases at least 48 columns
   // wide (its tiles are 64) and a TMA-aligned input: the halo kernel, which reads

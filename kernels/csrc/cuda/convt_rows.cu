@@ -154,16 +154,25 @@ bool rows_supports(const ConvTParams& p) {
          (row_threads(p, 4) + kThreads - 1) / kThreads < (int64_t(1) << 31) && p.Hin * p.Win < (int64_t(1) << 40);
 }
 
+namespace {
+// Threads of the 8-row tile against 16 warps an SM.
+bool fills_with_8_rows(const ConvTParams& p, int device) {
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return row_threads(p, 8) * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) >= int64_t(sms) * 16 * 32;
+}
+}  // namespace
+
+bool rows_preferred(const ConvTParams& p, int device) {
+  return rows_supports(p) && (p.Cin_g <= 16 || fills_with_8_rows(p, device));
+}
+
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  int rows, cudaStream_t stream) {
   TORCH_CHECK(rows_supports(p), "convt: the rows kernel does not take this problem");
   // 8 rows a thread reuse a window best; 4 where 8 would leave the GPU under 16 warps an SM (a thread loops
   // over every input channel of its group in turn).
-  if (rows == 0) {
-    int sms = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, x.get_device()));
-    rows = row_threads(p, 8) * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) >= int64_t(sms) * 16 * 32 ? 8 : 4;
-  }
+  if (rows == 0) rows = fills_with_8_rows(p, x.get_device()) ? 8 : 4;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_rows", [&] {
     if (rows == 8) {
       launch_cout<scalar_t, 8>(p, x, w, b, out, stream);
