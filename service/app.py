@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from . import errors
+from . import errors, serving
 from .auth import BearerAuthMiddleware
 from .dataplane import DataPlane
 from .fastpath import InferFastPath
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
         except StartupError as exc:
             log.error("start-up failed: %s", exc)
             raise
+        serving.settle_heap()
         yield
         plane.close()
 

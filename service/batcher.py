@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import limits
 from .errors import QueueFull
 from .metrics import Metrics
 from .runtime import Runtime
@@ -101,8 +102,9 @@ class Batcher:
             self._arriving -= 1
             self._wake.set()  # a batcher waiting for this request stops waiting
 
-    async def submit(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
-        """This request's outputs and the forward's seconds (of its whole batch)."""
+    async def submit(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> tuple[list[torch.Tensor], float]:
+        """This request's outputs and the forward's seconds (of its whole batch); RequestTimeout once
+        ``timeout_s`` (0: none) pass before they are ready."""
         if len(self._queue) >= self.max_queue_size:
             self.metrics.rejected.labels(self.runtime.spec.name).inc()
             raise QueueFull(f"{len(self._queue)} requests are already waiting (--max-queue-size "
@@ -114,7 +116,12 @@ class Batcher:
         self._queue.append(p)
         self._left(_ARRIVING.get())
         self._wake.set()
-        return await p.future
+        timer = limits.deadline(p.future, timeout_s, self.runtime.spec.name)
+        try:
+            return await p.future
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def _take(self) -> list[_Pending]:
         """The oldest request and the later ones that fit with it, removed from the queue."""
@@ -154,7 +161,7 @@ class Batcher:
                         await asyncio.wait_for(self._wake.wait(), left)
                     except asyncio.TimeoutError:
                         break
-            batch = [p for p in self._take() if not p.future.cancelled()]
+            batch = [p for p in self._take() if not p.future.done()]  # timed out or cancelled: dropped
             if batch:
                 await self._execute(batch)
 

@@ -18,6 +18,7 @@ import pydantic_core
 import torch
 
 from . import native
+from .bounded import Bounded
 from .errors import InvalidRequest
 from .protocol import InferenceRequest, RequestInput
 
@@ -30,6 +31,11 @@ class Datatype:
     name: str
     torch: torch.dtype
     numpy_kinds: str  # numpy kinds accepted in JSON data: f float, i/u integer, b bool
+
+    @property
+    def numpy(self) -> np.dtype | None:
+        """The numpy dtype of the same values (none for BF16), little-endian as the protocol's bytes."""
+        return _NUMPY.get(self.torch)
 
 
 DATATYPES: dict[str, Datatype] = {d.name: d for d in [
@@ -48,6 +54,8 @@ DATATYPES: dict[str, Datatype] = {d.name: d for d in [
     Datatype("BF16", torch.bfloat16, "fiu"),
 ]}
 BY_TORCH = {d.torch: d.name for d in DATATYPES.values()}
+_NUMPY = {d.torch: np.dtype(str(d.torch).removeprefix("torch.")).newbyteorder("<") for d in DATATYPES.values()
+          if d.torch not in (torch.bfloat16, torch.bool)}
 
 
 def datatype_of(dtype: torch.dtype) -> str:
@@ -153,7 +161,10 @@ def decode_input(inp: RequestInput, raw: memoryview | None) -> torch.Tensor:
             raw = memoryview(bytearray(raw))
         if dt.torch == torch.bool:
             return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(inp.shape)
-        t = torch.frombuffer(raw, dtype=dt.torch).reshape(inp.shape)  # a view of the body: no copy
+        if dt.numpy is not None:  # numpy's view and reshape cost half of torch's
+            t = torch.from_numpy(np.frombuffer(raw, dtype=dt.numpy).reshape(inp.shape))  # a view of the body
+        else:
+            t = torch.frombuffer(raw, dtype=dt.torch).reshape(inp.shape)
         # kernels may load whole vectors; a tensor after another input of odd size can start anywhere
         return t if t.data_ptr() % MIN_ALIGN == 0 else t.clone()
     return _from_json(inp, dt, count)
@@ -225,32 +236,66 @@ def wants_binary(request: InferenceRequest) -> tuple[bool, dict[str, bool]]:
     return default, per_output
 
 
+# The JSON head of a response whose outputs are all binary depends only on the model, the id and the
+# outputs' names, shapes and datatypes: a server answering one client's requests writes the same head
+# each time. Bounded like the data plane's request plans.
+HEADS_MAX = 256
+HEAD_MAX_BYTES = 4096
+_HEADS: Bounded = Bounded(HEADS_MAX)
+
+
 def encode_response(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]],
                     parts: bool = False) -> tuple[bytes | list[bytes | memoryview], int | None]:
     """The response body and, when any output is binary, the JSON header's length. With ``parts``, a
     body with binary outputs comes as its pieces (the header's bytes, then views of each tensor's), for a
     server that writes them one by one instead of copying them into one buffer."""
+    blobs = [_bytes_of(t) if binary else None for _, t, binary in outputs]
+    if all(b is not None for b in blobs):
+        key = (*header.items(), *((name, tuple(t.shape), t.dtype) for name, t, _ in outputs))
+        head = _HEADS.get(key)
+        if head is None:
+            head = _encode_head(header, outputs, blobs)
+            if len(head) <= HEAD_MAX_BYTES:  # a client's long id must not pin memory in the cache
+                _HEADS.put(key, head)
+    else:
+        head = _encode_head(header, outputs, blobs)
+    binary_blobs = [b for b in blobs if b is not None]
+    if not binary_blobs:
+        return head, None
+    return ([head, *binary_blobs] if parts else b"".join([head, *binary_blobs])), len(head)
+
+
+def _bytes_of(t: torch.Tensor) -> memoryview | bytes:
+    """A tensor's bytes, row-major, as a view where the tensor is a contiguous CPU one (the response's
+    write, or the body join, is then their only copy)."""
+    if t.is_cuda or t.requires_grad:
+        t = t.detach().cpu()
+    if t.dtype == torch.bfloat16 or t.dtype == torch.bool:  # no numpy dtype of their own: the bytes as they are
+        t = t.view(torch.uint8 if t.dtype == torch.bool else torch.int16)
+    arr = t.numpy()
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return memoryview(arr).cast("B") if arr.size else b""
+
+
+def _encode_head(header: dict[str, Any], outputs: list[tuple[str, torch.Tensor, bool]],
+                 blobs: list[memoryview | bytes | None]) -> bytes:
+    """The JSON of the response, every binary output's bytes left out (``blobs[i]`` is output i's bytes
+    if it is binary, else None)."""
     # pydantic-core writes the small JSON around the data; each "data" array is printed by service.native
     # (floats as the shortest text that reads back to the tensor's value, NaN and inf as the literals
     # NaN/Infinity: a model may output them, and Python and Triton clients read them back) and spliced in
     # as the entry's last member, where {"name", "shape", "datatype", "data"} had it
     head = pydantic_core.to_json({**header, "outputs": []}, inf_nan_mode="constants")
-    pieces, blobs = [head[:-len(b"[]}")], b"["], []  # to_json is compact: head ends with "outputs":[]}
-    for i, (name, t, binary) in enumerate(outputs):
+    pieces = [head[:-len(b"[]}")], b"["]  # to_json is compact: head ends with "outputs":[]}
+    for i, ((name, t, _), blob) in enumerate(zip(outputs, blobs)):
         entry: dict[str, Any] = {"name": name, "shape": list(t.shape), "datatype": datatype_of(t.dtype)}
         if i:
             pieces.append(b",")
-        if binary:
-            flat = t.detach().cpu().contiguous().reshape(-1)
-            # a view of the tensor's bytes: the body join below (or the server's write) is their only copy
-            blob = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
+        if blob is not None:
             entry["parameters"] = {"binary_data_size": len(blob)}
-            blobs.append(blob)
             pieces.append(pydantic_core.to_json(entry))
         else:
             pieces += [pydantic_core.to_json(entry)[:-1], b',"data":', native.dump(t), b"}"]
     pieces.append(b"]}")
-    if not blobs:
-        return b"".join(pieces), None
-    head = b"".join(pieces)
-    return ([head, *blobs] if parts else b"".join([head, *blobs])), len(head)
+    return b"".join(pieces)

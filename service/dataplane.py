@@ -15,17 +15,32 @@ import models
 
 from . import codec, limits
 from .batcher import Batcher
+from .bounded import Bounded
 from .errors import InvalidRequest, ModelNotFound, ModelNotReady
 from .group import WorkerGroup
 from .health import HealthCheck
 from .metrics import Metrics
-from .protocol import ModelMetadata, RequestInput, TensorMetadata
+from .protocol import InferenceRequest, ModelMetadata, RequestInput, TensorMetadata
 from .runtime import Runtime
 from .settings import Settings
 
 log = logging.getLogger("convt.dataplane")
 
 MODEL_VERSION = "1"
+
+
+# Binary requests of one shape from one client carry the same JSON header byte for byte: its parse and
+# checks are kept per header (the tensors' bytes come after it and are decoded every time). Bounded, so
+# that headers which never repeat (a fresh id each request) only ever cost their own parse.
+PLAN_HEADER_MAX = 4096
+PLANS_MAX = 256
+
+
+@dataclass(frozen=True)
+class _Plan:
+    request: InferenceRequest  # never changed once planned: the codec only reads it
+    ordered: list[RequestInput]
+    wanted: list[tuple[str, bool]]
 
 
 @dataclass
@@ -44,6 +59,7 @@ class DataPlane:
         self.runtime: Runtime | None = None
         self.health: HealthCheck | None = None
         self.batcher: Batcher | None = None
+        self._plans = Bounded(PLANS_MAX)  # header bytes -> _Plan
 
     async def start(self) -> None:
         """Load, swap and check parity; raises StartupError when it cannot serve at all."""
@@ -53,6 +69,7 @@ class DataPlane:
         s = self.settings
         self.batcher = Batcher(self.runtime, self.metrics, s.max_batch_size, s.max_queue_delay_us, s.max_queue_size)
         self.batcher.start()
+        self._inference_seconds = self.metrics.inference.labels(self.runtime.spec.name)
         self.metrics.queue_depth.set_function(lambda: self.batcher.depth)
         self.metrics.describe_worker(self.group, str(self.runtime.device))
         self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION, on_result=self.group.publish)
@@ -104,6 +121,30 @@ class DataPlane:
         if not rt.ready:
             raise ModelNotReady(f"model {name!r} is not ready: its parity check failed; GET /health for the report")
         header, tail = codec.split_body(body, header_length)
+        plan = self._plans.get(header) if header_length is not None else None
+        if plan is None:
+            plan = self._plan(rt, header)
+            if header_length is not None and len(header) <= PLAN_HEADER_MAX:
+                self._plans.put(header, plan)
+        chunks = codec.slice_binary(plan.request.inputs, tail)
+        tensors = [codec.decode_input(i, chunks.get(i.name)) for i in plan.ordered]
+        t1 = time.perf_counter()
+        outputs, seconds = await self.batcher.submit(tensors, self.settings.request_timeout_s)
+        t2 = time.perf_counter()
+        self._inference_seconds.observe(seconds)
+        by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
+        header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
+        if plan.request.id is not None:
+            header_out["id"] = plan.request.id
+        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in plan.wanted], parts=True)
+        # queue: from the hand-off to the batcher until the handler resumes, less the forward (waiting for
+        # company, for the device thread, and the hops to it and back)
+        return InferResult(body_out, length, seconds, {"decode": t1 - t0, "queue": max(0.0, t2 - t1 - seconds),
+                                                       "encode": time.perf_counter() - t2})
+
+    def _plan(self, rt: Runtime, header: bytes) -> "_Plan":
+        """Everything a request's JSON header decides, checked: the parsed request, its inputs in the
+        model's order and the outputs it wants. Raises the request's 4xx error."""
         request = codec.parse_request(header)
         ordered = self._match_inputs(rt, request.inputs)
         limits.check_tensor_elements(ordered, self.settings.max_tensor_elements)  # before any decoding
@@ -112,22 +153,7 @@ class DataPlane:
         except models.ShapeError as exc:
             raise InvalidRequest(str(exc)) from None
         self._check_output_size(rt, out_shapes)
-        wanted = self._wanted_outputs(rt, request)
-        chunks = codec.slice_binary(request.inputs, tail)
-        tensors = [codec.decode_input(i, chunks.get(i.name)) for i in ordered]
-        t1 = time.perf_counter()
-        outputs, seconds = await self.batcher.submit(tensors)
-        t2 = time.perf_counter()
-        self.metrics.inference.labels(rt.spec.name).observe(seconds)
-        by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
-        header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
-        if request.id is not None:
-            header_out["id"] = request.id
-        body_out, length = codec.encode_response(header_out, [(n, by_name[n], b) for n, b in wanted], parts=True)
-        # queue: from the hand-off to the batcher until the handler resumes, less the forward (waiting for
-        # company, for the device thread, and the hops to it and back)
-        return InferResult(body_out, length, seconds, {"decode": t1 - t0, "queue": max(0.0, t2 - t1 - seconds),
-                                                       "encode": time.perf_counter() - t2})
+        return _Plan(request, ordered, self._wanted_outputs(rt, request))
 
     def _match_inputs(self, rt: Runtime, inputs: list[RequestInput]) -> list[RequestInput]:
         """The request's inputs in the model's order, each with the model's datatype."""

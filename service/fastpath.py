@@ -22,7 +22,7 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import errors, limits
+from . import errors
 from .auth import authorized
 from .body import read_body, request_header
 from .codec import HEADER_LENGTH
@@ -92,8 +92,7 @@ class InferFastPath:
             body = await read_body(scope, receive, s.max_request_bytes, header_length,
                                    rt.host_buffer if header_length is not None else None)
             read = time.perf_counter() - t0
-            result = await limits.within(plane.infer(name, version, body, header_length), s.request_timeout_s,
-                                         f"inference on model {name!r}")
+            result = await plane.infer(name, version, body, header_length)
         # The forward pass's time, so a client can tell protocol overhead from compute; Server-Timing splits
         # the rest of the server's time by stage (what is left of a client's latency is HTTP and the network).
         st = result.stages

@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 import models
@@ -124,13 +125,13 @@ class Runtime:
         with torch.inference_mode(), on_device:
             return fn()
 
-    def host_buffer(self, nbytes: int) -> torch.Tensor:
-        """A uint8 CPU buffer for a request body: pinned on a CUDA server (PIN_BODY_MIN to PIN_BODY_MAX bytes), so that
-        an input that is a view of it is copied to the device straight from it (``_to_device``)."""
+    def host_buffer(self, nbytes: int) -> np.ndarray:
+        """A uint8 buffer for a request body: pinned on a CUDA server (PIN_BODY_MIN to PIN_BODY_MAX bytes), so
+        that an input that is a view of it is copied to the device straight from it (``_to_device``)."""
         if self.device.type != "cuda" or not PIN_BODY_MIN <= nbytes <= PIN_BODY_MAX:
-            return torch.empty(nbytes, dtype=torch.uint8)
+            return np.empty(nbytes, dtype=np.uint8)
         with torch.cuda.device(self.device):  # the event loop's current device may be another GPU
-            return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+            return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).numpy()  # the array holds the tensor
 
     def _to_device(self, x: torch.Tensor) -> torch.Tensor:
         if self.device.type != "cuda":

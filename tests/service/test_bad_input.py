@@ -45,6 +45,20 @@ def test_enormous_shapes_are_refused_on_the_declared_shape(client):
         assert r.status_code == 400 and "--max-tensor-elements" in r.json()["error"], r.text
 
 
+def test_a_known_header_with_the_wrong_bytes_is_still_refused(client):
+    # the server keeps a checked plan per binary header; the bytes after a known header are checked each time
+    head = json.dumps({"inputs": [{"name": "latent", "shape": [1, 100, 1, 1], "datatype": "FP32",
+                                   "parameters": {"binary_data_size": 400}}],
+                       "parameters": {"binary_data_output": True}}).encode()
+    headers = {"Inference-Header-Content-Length": str(len(head)), "Content-Type": "application/octet-stream"}
+    for _ in range(2):  # the second request finds the header planned
+        assert client.post(INFER, content=head + F32, headers=headers).status_code == 200
+    for tail in (F32[:-4], F32 + b"\0" * 4, b""):
+        r = client.post(INFER, content=head + tail, headers=headers)
+        assert r.status_code == 400 and "binary_data_size" in r.json()["error"], r.text
+    assert client.post(INFER, content=head + F32, headers=headers).status_code == 200
+
+
 def test_nan_and_infinity_are_legal_values(client):
     # JSON has no NaN, but Python's json and Triton's clients write these literals,
     # and our responses do too: a model may be fed them, so they are served.

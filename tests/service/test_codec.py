@@ -147,3 +147,25 @@ def test_binary_input_is_a_view_of_a_writable_body():
     odd = memoryview(bytearray(b"\x00" + b"\x00\x00\x80\x3f"))[1:]
     u = codec.decode_input(RequestInput(name="x", shape=[1], datatype="FP32"), odd)
     assert u.item() == 1.0 and u.data_ptr() % codec.MIN_ALIGN == 0
+
+
+def test_response_heads_are_cached_only_when_short():
+    t = torch.arange(6, dtype=torch.float32).reshape(1, 2, 3)
+    fresh = codec._encode_head({"model_name": "m", "id": "a"}, [("out", t, True)], [codec._bytes_of(t)])
+    codec._HEADS.clear()
+    for _ in range(2):  # the second answer comes from the cache: the same bytes
+        body, length = codec.encode_response({"model_name": "m", "id": "a"}, [("out", t, True)])
+        assert body[:length] == fresh and bytes(body[length:]) == t.numpy().tobytes()
+    assert len(codec._HEADS) == 1
+    long_id = "x" * (codec.HEAD_MAX_BYTES + 1)  # a client's id may be as long as its body allows
+    body, length = codec.encode_response({"model_name": "m", "id": long_id}, [("out", t, True)])
+    assert json.loads(body[:length])["id"] == long_id and len(codec._HEADS) == 1
+
+
+def test_bounded_cache_drops_the_oldest():
+    from service.bounded import Bounded
+
+    cache = Bounded(2)
+    for k in "abc":
+        cache.put(k, k.upper())
+    assert list(cache.items()) == [("b", "B"), ("c", "C")]

@@ -44,11 +44,14 @@ def post(url: str) -> httpx.Response | Exception:
 
 
 def refused(url: str) -> bool:
+    """No new request is served: the connection is refused, or (with --workers, whose listening socket
+    stays open until the last worker closes it) accepted into the kernel's backlog and then reset
+    unanswered when the socket closes."""
     try:
         with httpx.Client(base_url=url, timeout=5) as c:
             c.get("/v2/health/live")
         return False
-    except httpx.ConnectError:
+    except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
         return True
 
 
