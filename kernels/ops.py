@@ -1,9 +1,9 @@
-"""The op's Python face: the public function, its fake (meta) kernel and autograd.
+"""The op's Python face: the public function and its fake (meta) kernel.
 
-The schema and the CPU/CUDA kernels are registered by the C++ extensions
+The schema, the CPU/CUDA kernels and the backward (aten's convolution_backward,
+so a swapped model can still be fine-tuned) are registered by the C++ extensions
 (``csrc/``); the dispatcher picks the backend. This module only adds what the
-compiler stack needs to trace through the op (a fake kernel) and a backward, so
-a swapped model can still be fine-tuned.
+compiler stack needs to trace through the op (a fake kernel).
 """
 
 from __future__ import annotations
@@ -97,29 +97,3 @@ def _fake_out(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_pa
     expected = _fake(input, weight, bias, stride, padding, output_padding, groups, dilation)
     torch._check(out.shape == expected.shape, lambda: f"conv_transpose2d: out has size {list(out.shape)}, expected {list(expected.shape)}")
     return out
-
-
-def _setup_context(ctx, inputs, output):
-    input, weight, bias, stride, padding, output_padding, groups, dilation = inputs
-    ctx.save_for_backward(input, weight)
-    ctx.has_bias = bias is not None
-    ctx.args = tuple(map(_pair, (stride, padding, output_padding, dilation))) + (groups,)
-
-
-def _backward(ctx, grad_out):
-    input, weight = ctx.saved_tensors
-    stride, padding, output_padding, dilation, groups = ctx.args
-    unbatched = input.dim() == 3
-    if unbatched:
-        input, grad_out = input.unsqueeze(0), grad_out.unsqueeze(0)
-    mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
-    gi, gw, gb = torch.ops.aten.convolution_backward(
-        grad_out, input, weight, [weight.shape[1] * groups] if ctx.has_bias else None,
-        stride, padding, dilation, True, output_padding, groups, mask,
-    )
-    if unbatched and gi is not None:
-        gi = gi.squeeze(0)
-    return gi, gw, gb, None, None, None, None, None
-
-
-torch.library.register_autograd("convt::conv_transpose2d", _backward, setup_context=_setup_context)

@@ -123,6 +123,23 @@ def test_backward_matches_torch():
     torch.testing.assert_close(ours.bias.grad, m.bias.grad)
 
 
+@pytest.mark.parametrize("unbatched,bias,grads", [(False, True, (True, True, True)), (True, True, (True, False, True)),
+                                                  (False, False, (False, True, False)), (True, False, (True, True, False))])
+def test_backward_gradcheck(unbatched, bias, grads):
+    # the op's C++ autograd: every input that requires grad, and only those, against finite differences
+    torch.manual_seed(3)
+    x = torch.randn(*(() if unbatched else (2,)), 4, 4, 5, dtype=torch.float64, requires_grad=grads[0])
+    w = torch.randn(4, 3, 3, 2, dtype=torch.float64, requires_grad=grads[1])
+    b = torch.randn(6, dtype=torch.float64, requires_grad=grads[2]) if bias else None
+    fn = lambda x, w, b: kernels.conv_transpose2d(x, w, b, (2, 1), (1, 0), (1, 0), 2, (1, 2))  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, w, b))
+    out = fn(x, w, b)
+    out.sum().backward()
+    assert (x.grad is not None) == grads[0] and (w.grad is not None) == grads[1]
+    if bias:
+        assert (b.grad is not None) == grads[2]
+
+
 def test_compile_fullgraph_runs_our_op():
     model = fresh_model()
     swap_conv_transpose2d(model)

@@ -259,7 +259,11 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
   // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
   // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
-  if (rows_preferred(p, x.get_device())) return {Path::kRows};
+  if (const int rows = rows_preferred(p, x.get_device())) {
+    Algo a{Path::kRows};
+    a.rows = rows;
+    return a;
+  }
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
   // TF32 on Hopper, 33-64 output channels a group, phases at least 48 columns
   // wide (its tiles are 64) and a TMA-aligned input: the halo kernel, which reads

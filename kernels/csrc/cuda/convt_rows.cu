@@ -163,8 +163,11 @@ bool fills_with_8_rows(const ConvTParams& p, int device) {
 }
 }  // namespace
 
-bool rows_preferred(const ConvTParams& p, int device) {
-  return rows_supports(p) && (p.Cin_g <= 16 || fills_with_8_rows(p, device));
+int rows_preferred(const ConvTParams& p, int device) {
+  if (!rows_supports(p)) return 0;
+  const bool fills = fills_with_8_rows(p, device);
+  if (p.Cin_g > 16 && !fills) return 0;
+  return fills ? 8 : 4;
 }
 
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,

@@ -14,10 +14,10 @@ constexpr int kRowsMaxTaps = 5;  // height taps a phase (kernel height over stri
 
 // Height dilation 1 (the taps' rows are consecutive), few channels and taps, and the grid's limits.
 bool rows_supports(const ConvTParams& p);
-// Whether the heuristic takes it: a thread loops over its group's input channels in turn, so with many of
-// them and too few threads to hide that (dcgan-64-3-n64: 0.150 ms against the FFMA kernel's 0.140) the
-// FFMA kernel stays.
-bool rows_preferred(const ConvTParams& p, int device);
+// The outputs a thread (8, or 4 where 8 would leave the GPU under 16 warps an SM) where the heuristic takes
+// it, else 0: a thread loops over its group's input channels in turn, so with many of them and too few
+// threads to hide that (dcgan-64-3-n64: 0.150 ms against the FFMA kernel's 0.140) the FFMA kernel stays.
+int rows_preferred(const ConvTParams& p, int device);
 // rows: outputs a thread, 4 or 8; 0 picks by the thread count.
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  int rows, cudaStream_t stream);

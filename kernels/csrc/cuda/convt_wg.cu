@@ -199,12 +199,7 @@ __global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
   // The consumers: warpgroup wgi owns rows [wgi * MSUB * 64, (wgi + 1) * MSUB * 64).
   const int wgi = warp >> 2;
   float acc[MSUB][BN / 2];
-#pragma unroll
-  for (int j = 0; j < MSUB; ++j) {
-#pragma unroll
-    for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
-    fence_regs(acc[j]);
-  }
+  zero_acc(acc);
   for (int s = 0; s < stages; ++s) {
     const int slot = s % NS;
     mbar_wait(full + slot, (s / NS) & 1);

@@ -176,12 +176,7 @@ __global__ void __launch_bounds__(kThreads, WghShape<BN, MSUB, NH, NW>::kBlocksP
   for (int64_t t = blockIdx.x; t < gg.total; t += gridDim.x) {
     if (!decode_tile(t, p, gg, S::kRows, d)) continue;
     float acc[MSUB][BN / 2];
-#pragma unroll
-    for (int j = 0; j < MSUB; ++j) {
-#pragma unroll
-      for (int r = 0; r < BN / 2; ++r) acc[j][r] = 0.f;
-      fence_regs(acc[j]);
-    }
+    zero_acc(acc);
     const int a_thread = t4 * gg.plane + wgi * MSUB * gg.hc + wq * 16 + g4 + d.shift;
     for (int c = 0; c < gg.chunks && d.nth > 0; ++c, ++h) {
       const int hs = h % gg.nh;

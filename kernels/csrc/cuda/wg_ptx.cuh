@@ -73,5 +73,15 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// Accumulators zeroed, each slice fenced as above, before a tile's first wgmma.
+template <int M, int R>
+__device__ __forceinline__ void zero_acc(float (&acc)[M][R]) {
+#pragma unroll
+  for (int j = 0; j < M; ++j) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[j][r] = 0.f;
+    fence_regs(acc[j]);
+  }
+}
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
