@@ -94,6 +94,27 @@ def http_request(url: str, path: str, body: bytes, headers: dict[str, str]) -> b
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
+def _record_timing(head: bytes, elapsed_ms: float, out: dict) -> None:
+    """A 200 response's forward time (x-convt-compute-ms), overhead and Server-Timing stages into ``out``."""
+    m = re.search(rb"\r\nx-convt-compute-ms: *([0-9.]+)", head)
+    compute = float(m.group(1)) if m else float("nan")
+    out["compute"].append(compute)
+    out["overhead"].append(elapsed_ms - compute)
+    m = re.search(rb"\r\nserver-timing: *([^\r]*)", head)
+    if m:
+        out["stages"].append({k.decode(): float(v) for k, v in re.findall(rb"(\w+);dur=([0-9.]+)", m.group(1))})
+
+
+def _summary(latency_ms: list[float], compute: list[float], overhead: list[float], stages: list[dict]) -> dict:
+    lat = sorted(latency_ms)
+    return {"p50_ms": lat[len(lat) // 2] if lat else None,
+            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
+            "compute_ms_median": statistics.median(compute) if compute else None,
+            "overhead_ms_median": statistics.median(overhead) if overhead else None,
+            # the server's own time per stage (its Server-Timing header), median of each
+            "stages_ms_median": {k: statistics.median(st[k] for st in stages) for k in stages[0]} if stages else None}
+
+
 async def _connection(host: str, port: int, requests: list[bytes], k: int, step: int, stop_at: float | None,
                       budget: list[int], out: dict) -> None:
     """Back-to-back requests on one keep-alive connection until the time or the shared budget runs out.
@@ -120,13 +141,7 @@ async def _connection(host: str, port: int, requests: list[bytes], k: int, step:
             n = int(re.search(rb"\r\ncontent-length: *(\d+)", head).group(1))
             await reader.readexactly(n)
             if code == 200:
-                m = re.search(rb"\r\nx-convt-compute-ms: *([0-9.]+)", head)
-                compute = float(m.group(1)) if m else float("nan")
-                out["compute"].append(compute)
-                out["overhead"].append((time.perf_counter() - t0) * 1e3 - compute)
-                m = re.search(rb"\r\nserver-timing: *([^\r]*)", head)
-                if m:
-                    out["stages"].append({k.decode(): float(v) for k, v in re.findall(rb"(\w+);dur=([0-9.]+)", m.group(1))})
+                _record_timing(head, (time.perf_counter() - t0) * 1e3, out)
             if b"\r\nconnection: close" in head:
                 writer.close()
                 reader = writer = None
@@ -192,17 +207,9 @@ def blocking_requests(url: str, raw: bytes, n: int) -> dict:
             elapsed = time.perf_counter() - t0
             if int(head[9:12]) != 200:
                 raise RuntimeError(f"status {head[9:12].decode()}: {bytes(buf[end + 4:total])[:300]!r}")
-            compute = float(re.search(rb"\r\nx-convt-compute-ms: *([0-9.]+)", head).group(1))
             out["latency"].append(elapsed * 1e3)
-            out["compute"].append(compute)
-            out["overhead"].append(elapsed * 1e3 - compute)
-            m = re.search(rb"\r\nserver-timing: *([^\r]*)", head)
-            out["stages"].append({k.decode(): float(v) for k, v in re.findall(rb"(\w+);dur=([0-9.]+)", m.group(1))})
-    lat = sorted(out["latency"])
-    return {"requests": n, "ok": n, "p50_ms": lat[n // 2], "p99_ms": lat[min(n - 1, int(n * 0.99))],
-            "compute_ms_median": statistics.median(out["compute"]),
-            "overhead_ms_median": statistics.median(out["overhead"]),
-            "stages_ms_median": {k: statistics.median(st[k] for st in out["stages"]) for k in out["stages"][0]}}
+            _record_timing(head, elapsed * 1e3, out)
+    return {"requests": n, "ok": n, **_summary(out["latency"], out["compute"], out["overhead"], out["stages"])}
 
 
 def cpu_seconds(pid: int | None) -> float:
@@ -242,7 +249,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
     cpu = cpu_seconds(pid) - cpu0
     after = metrics_totals(url, model)
     elapsed = max(p["ended"] for p in parts) - start_at
-    lat = sorted(x * 1e3 for p in parts for x in p["latency"])
+    lat = [x * 1e3 for p in parts for x in p["latency"]]
     compute = [c for p in parts for c in p["compute"]]
     codes: dict[str, int] = {}
     for p in parts:
@@ -252,13 +259,8 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
     stages = [st for p in parts for st in p["stages"]]
     batches = after["batches"] - before["batches"]
     return {"requests": len(lat), "ok": ok, "codes": codes, "throughput_rps": ok / elapsed,
-            "p50_ms": lat[len(lat) // 2] if lat else None,
-            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
-            "compute_ms_median": statistics.median(compute) if compute else None,
-            "overhead_ms_median": statistics.median(o for p in parts for o in p["overhead"]) if compute else None,
+            **_summary(lat, compute, [o for p in parts for o in p["overhead"]], stages),
             "mean_batch": (after["rows"] - before["rows"]) / batches if batches else None,
-            # the server's own time per stage (its Server-Timing header), median of each
-            "stages_ms_median": {k: statistics.median(st[k] for st in stages) for k in stages[0]} if stages else None,
             "server_cpu_ms_per_request": cpu * 1e3 / ok if ok else None,
             "seconds": elapsed, "client_procs": procs}
 
