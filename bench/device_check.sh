@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper (sm_90a), self-check, GPU tests (parity,
 # KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
-# Usage there: bash bench/device_check.sh [kernels|bench|variants|service|health|load|all]...
+# Usage there: bash bench/device_check.sh [kernels|bench|variants|service|health|load|frontends|all]...
 # variants (not in all): every forced CUDA path beside cuDNN, `python -m bench.variants
 # $CONVT_VARIANTS_ARGS`; CONVT_K picks GPU tests by -k expression.
 set -uo pipefail
@@ -48,5 +48,12 @@ for part in "${@:-all}"; do
     load|all)  # throughput and latency of a CUDA server (bench/load.py; about 2 min after the build): $OUT/load/load.{md,json}
       # CONVT_LOAD_ARGS: more bench.load flags (word-split); CONVT_LOAD_TAG: a suffix for the out folder
       python3 -m bench.load --device cuda --client-procs 4 --out "$OUT/load${CONVT_LOAD_TAG:-}" ${CONVT_LOAD_ARGS:-} 2>&1 | tail -n 30 ;;
+  esac
+  case $part in
+    frontends)  # batching on/off at concurrency 64 for each --frontends in CONVT_FRONTENDS: $OUT/load-fe<N>/
+      for fe in ${CONVT_FRONTENDS:-1 2 4 8}; do
+        python3 -m bench.load --device cuda --client-procs ${CONVT_CLIENT_PROCS:-4} --parts batching --concurrency 64 \
+          --soak 0 --server-args "--frontends $fe" --out "$OUT/load-fe$fe" 2>&1 | tail -n 8
+      done ;;
   esac
 done

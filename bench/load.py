@@ -212,13 +212,32 @@ def blocking_requests(url: str, raw: bytes, n: int) -> dict:
     return {"requests": n, "ok": n, **_summary(out["latency"], out["compute"], out["overhead"], out["stages"])}
 
 
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (a server's workers, front ends and device process)."""
+    tree, i = [pid], 0
+    while i < len(tree):
+        for children in Path(f"/proc/{tree[i]}/task").glob("*/children"):
+            try:
+                tree += [int(c) for c in children.read_text().split()]
+            except OSError:  # the task ended while being read
+                pass
+        i += 1
+    return tree
+
+
 def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a process (all its threads) so far: per request, the server's cost under
-    load that the throughput of a machine shared with the clients hides."""
+    """User + system CPU of a server (all its processes and threads) so far: per request, the server's cost
+    under load that the throughput of a machine shared with the clients hides."""
     if pid is None:
         return float("nan")
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in _process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def metrics_totals(url: str, model: str) -> dict[str, float]:

@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from . import workers
 
+    if settings.frontends > 1:
+        return workers.serve_frontends(settings, settings.device)
     try:
         devices = workers.plan(settings)
     except workers.WorkerPlanError as exc:

@@ -37,11 +37,12 @@ def _version() -> str:
         return "0+unknown"
 
 
-def create_app(settings: Settings | None = None, group: WorkerGroup | None = None) -> InferFastPath:
+def create_app(settings: Settings | None = None, group: WorkerGroup | None = None, link=None) -> InferFastPath:
+    """``link``: this process is a front end of ``--frontends``, and the socket reaches the device process."""
     settings = settings or Settings()
     group = group or WorkerGroup()
-    metrics = Metrics()
-    plane = DataPlane(settings, metrics, group)
+    metrics = Metrics(device=link is None)
+    plane = DataPlane(settings, metrics, group, link)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -111,7 +112,7 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:
         body, content_type = metrics.render()
-        return Response(body, media_type=content_type)
+        return Response(body + await plane.device_metrics(), media_type=content_type)
 
     # The infer endpoint's fast path is what uvicorn calls: it does what the middleware above would for it
     return InferFastPath(app, plane, settings, infer_routes, metrics, group.index)

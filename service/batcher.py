@@ -66,6 +66,7 @@ class Batcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._arriving = 0  # handlers that started a request and have not queued it (or given up) yet
+        self._inference_seconds = metrics.inference.labels(runtime.spec.name)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="convt-batcher")
@@ -185,4 +186,5 @@ class Batcher:
             return
         for p, r in zip(batch, results):
             if not p.future.done():
+                self._inference_seconds.observe(seconds)
                 p.future.set_result((r, seconds))

@@ -13,7 +13,7 @@ from typing import Any
 
 import models
 
-from . import codec, limits
+from . import codec, limits, remote
 from .batcher import Batcher
 from .bounded import Bounded
 from .errors import InvalidRequest, ModelNotFound, ModelNotReady
@@ -21,6 +21,7 @@ from .group import WorkerGroup
 from .health import HealthCheck
 from .metrics import Metrics
 from .protocol import InferenceRequest, ModelMetadata, RequestInput, TensorMetadata
+from .remote import RemoteBatcher, RemoteHealth, RemoteRuntime
 from .runtime import Runtime
 from .settings import Settings
 
@@ -52,24 +53,34 @@ class InferResult:
 
 
 class DataPlane:
-    def __init__(self, settings: Settings, metrics: Metrics, group: WorkerGroup | None = None):
+    """With ``link`` (a front end of ``--frontends``), the model, batcher and parity check are the device
+    process's, reached through service/remote.py; without, they are this process's own."""
+
+    def __init__(self, settings: Settings, metrics: Metrics, group: WorkerGroup | None = None, link=None):
         self.settings = settings
         self.metrics = metrics
         self.group = group or WorkerGroup()
-        self.runtime: Runtime | None = None
-        self.health: HealthCheck | None = None
-        self.batcher: Batcher | None = None
+        self.link = link  # this front end's socket to the device process
+        self.runtime: Runtime | RemoteRuntime | None = None
+        self.health: HealthCheck | RemoteHealth | None = None
+        self.batcher: Batcher | RemoteBatcher | None = None
         self._plans = Bounded(PLANS_MAX)  # header bytes -> _Plan
 
     async def start(self) -> None:
-        """Load, swap and check parity; raises StartupError when it cannot serve at all."""
+        """Load, swap and check parity (or reach the device process that did); raises StartupError
+        when it cannot serve at all."""
         import asyncio
 
+        if self.link is not None:
+            self.runtime, self.batcher, self.health = await remote.connect(self.link, self.group.flags)
+            self.metrics.describe_worker(self.group, self.runtime.device)
+            log.info("front end %d: model %s served by the device process on %s", self.group.index,
+                     self.runtime.spec.name, self.runtime.device)
+            return
         self.runtime = await asyncio.to_thread(Runtime.load, self.settings)
         s = self.settings
         self.batcher = Batcher(self.runtime, self.metrics, s.max_batch_size, s.max_queue_delay_us, s.max_queue_size)
         self.batcher.start()
-        self._inference_seconds = self.metrics.inference.labels(self.runtime.spec.name)
         self.metrics.queue_depth.set_function(lambda: self.batcher.depth)
         self.metrics.describe_worker(self.group, str(self.runtime.device))
         self.health = HealthCheck(self.runtime, self.metrics, MODEL_VERSION, on_result=self.group.publish)
@@ -81,6 +92,10 @@ class DataPlane:
                       self.runtime.spec.name, ", ".join(report["failed"]) or report.get("error"))
 
     def close(self) -> None:
+        if self.link is not None:  # a front end: readiness is the device process's to publish
+            if self.batcher is not None:
+                self.batcher.close()
+            return
         self.group.publish(False)  # a worker going away takes the group out of rotation
         if self.batcher is not None:
             self.batcher.close()
@@ -123,7 +138,7 @@ class DataPlane:
         header, tail = codec.split_body(body, header_length)
         plan = self._plans.get(header) if header_length is not None else None
         if plan is None:
-            plan = self._plan(rt, header)
+            plan = await self._plan(rt, header)
             if header_length is not None and len(header) <= PLAN_HEADER_MAX:
                 self._plans.put(header, plan)
         chunks = codec.slice_binary(plan.request.inputs, tail)
@@ -131,7 +146,6 @@ class DataPlane:
         t1 = time.perf_counter()
         outputs, seconds = await self.batcher.submit(tensors, self.settings.request_timeout_s)
         t2 = time.perf_counter()
-        self._inference_seconds.observe(seconds)
         by_name = {spec.name: t for spec, t in zip(rt.spec.outputs, outputs)}
         header_out: dict[str, Any] = {"model_name": rt.spec.name, "model_version": MODEL_VERSION}
         if plan.request.id is not None:
@@ -142,14 +156,20 @@ class DataPlane:
         return InferResult(body_out, length, seconds, {"decode": t1 - t0, "queue": max(0.0, t2 - t1 - seconds),
                                                        "encode": time.perf_counter() - t2})
 
-    def _plan(self, rt: Runtime, header: bytes) -> "_Plan":
+    async def device_metrics(self) -> bytes:
+        """The device process's series for /metrics; none in a process that serves its own model."""
+        if self.link is None or self.runtime is None:
+            return b""
+        return await self.runtime.metrics()
+
+    async def _plan(self, rt: Runtime, header: bytes) -> "_Plan":
         """Everything a request's JSON header decides, checked: the parsed request, its inputs in the
         model's order and the outputs it wants. Raises the request's 4xx error."""
         request = codec.parse_request(header)
         ordered = self._match_inputs(rt, request.inputs)
         limits.check_tensor_elements(ordered, self.settings.max_tensor_elements)  # before any decoding
         try:
-            out_shapes = rt.spec.check_shapes([tuple(i.shape) for i in ordered])
+            out_shapes = await rt.out_shapes([tuple(i.shape) for i in ordered])
         except models.ShapeError as exc:
             raise InvalidRequest(str(exc)) from None
         self._check_output_size(rt, out_shapes)

@@ -17,38 +17,50 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 
 
 class Metrics:
-    def __init__(self) -> None:
+    """``http``: requests and latency by endpoint, and which worker answers; ``device``: batching,
+    inference time, parity and readiness. A process that serves its own model keeps both; with
+    ``--frontends`` each front end keeps the first and the device process the second, and a front
+    end's /metrics appends the device process's (the two sets share no name)."""
+
+    def __init__(self, http: bool = True, device: bool = True) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("convt_requests", "HTTP requests by endpoint, method and status",
-                                ["endpoint", "method", "status"], registry=r)
-        self.latency = Histogram("convt_request_duration_seconds", "HTTP request latency by endpoint and status",
-                                 ["endpoint", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
-        self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
-                                   ["model"], buckets=LATENCY_BUCKETS, registry=r)
-        self.batch_size = Histogram("convt_batch_size", "Rows per forward pass (dynamic batching)", ["model"],
-                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
-        self.rejected = Counter("convt_queue_rejected", "Requests refused with 429 because the queue was full",
-                                ["model"], registry=r)
-        self.queue_depth = Gauge("convt_queue_depth", "Requests waiting for the device", registry=r)
-        self.parity_passed = Gauge("convt_parity_passed", "1 if the last parity check passed, else 0",
-                                   ["model"], registry=r)
-        self.parity_timestamp = Gauge("convt_parity_last_run_timestamp_seconds", "When the last parity check ended",
-                                      ["model"], registry=r)
-        self.parity_rel_error = Gauge("convt_parity_rel_error", "Relative error per layer in the last parity check",
-                                      ["model", "layer"], registry=r)
-        self.parity_runs = Counter("convt_parity_runs", "Parity checks run (shared /health calls count once)",
-                                   ["model"], registry=r)
-        self.ready = Gauge("convt_model_ready", "1 while the model is ready to serve", ["model"], registry=r)
-        self.worker = Gauge("convt_worker_info", "The worker process that answers this scrape (value 1)",
-                            ["worker", "workers", "device", "pid"], registry=r)
-        self.workers_ready = Gauge("convt_workers_ready", "Workers of this server whose last parity check passed",
-                                   registry=r)
+        self.requests = self.latency = self.worker = self.workers_ready = None
+        self.inference = self.batch_size = self.rejected = self.queue_depth = None
+        self.parity_passed = self.parity_timestamp = self.parity_rel_error = self.parity_runs = self.ready = None
+        if http:
+            self.requests = Counter("convt_requests", "HTTP requests by endpoint, method and status",
+                                    ["endpoint", "method", "status"], registry=r)
+            self.latency = Histogram("convt_request_duration_seconds", "HTTP request latency by endpoint and status",
+                                     ["endpoint", "method", "status"], buckets=LATENCY_BUCKETS, registry=r)
+            self.worker = Gauge("convt_worker_info", "The worker process that answers this scrape (value 1)",
+                                ["worker", "workers", "device", "pid"], registry=r)
+            self.workers_ready = Gauge("convt_workers_ready", "Workers of this server whose last parity check "
+                                                              "passed", registry=r)
+        if device:
+            self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
+                                       ["model"], buckets=LATENCY_BUCKETS, registry=r)
+            self.batch_size = Histogram("convt_batch_size", "Rows per forward pass (dynamic batching)", ["model"],
+                                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+            self.rejected = Counter("convt_queue_rejected", "Requests refused with 429 because the queue was full",
+                                    ["model"], registry=r)
+            self.queue_depth = Gauge("convt_queue_depth", "Requests waiting for the device", registry=r)
+            self.parity_passed = Gauge("convt_parity_passed", "1 if the last parity check passed, else 0",
+                                       ["model"], registry=r)
+            self.parity_timestamp = Gauge("convt_parity_last_run_timestamp_seconds",
+                                          "When the last parity check ended", ["model"], registry=r)
+            self.parity_rel_error = Gauge("convt_parity_rel_error", "Relative error per layer in the last parity "
+                                                                    "check", ["model", "layer"], registry=r)
+            self.parity_runs = Counter("convt_parity_runs", "Parity checks run (shared /health calls count once)",
+                                       ["model"], registry=r)
+            self.ready = Gauge("convt_model_ready", "1 while the model is ready to serve", ["model"], registry=r)
         # labels() takes a lock and builds its key on every call; the label sets are few (templates x
         # methods x statuses), so count_request looks their series up once
         self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def describe_worker(self, group, device: str) -> None:
+        if self.worker is None:
+            return
         self.worker.labels(str(group.index), str(group.count), device, str(group.pid)).set(1)
         # read at scrape time: the peers' flags change without this worker knowing
         self.workers_ready.set_function(lambda: sum(group.peers_ready()))

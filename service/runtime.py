@@ -110,6 +110,11 @@ class Runtime:
         log.info("serving %s on %s as %s", spec.name, device, dtype)
         return cls(spec, device, dtype, dict(settings.parity_tolerance), layers, info, settings.cuda_graph_shapes)
 
+    async def out_shapes(self, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
+        """The outputs' shapes for these input shapes (None where unknown before running); ShapeError
+        for inputs the model cannot take."""
+        return self.spec.check_shapes(shapes)
+
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         return tuple(t.to(device=self.device, dtype=self.dtype if t.is_floating_point() else t.dtype)
                      for t in self.spec.example_inputs)

@@ -57,6 +57,11 @@ class Settings(BaseSettings):
                     "the device thread share the GIL, and a thread that wants it back waits up to this long")
     workers: int | None = Field(None, ge=1, le=64, description="server processes sharing the port, worker i on "
                                                              "cuda:i (default: one per visible GPU, or 1 on the CPU)")
+    frontends: int = Field(
+        1, ge=1, le=64,
+        description="HTTP front-end processes sharing the port, all handing decoded tensors to one device process "
+                    "that batches for them (one process's event loop, not the GPU, bounds its requests per second); "
+                    "1: one process does both")
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
@@ -80,6 +85,13 @@ class Settings(BaseSettings):
         if (self.workers or 1) > 1 and re.fullmatch(r"cuda:\d+", self.device):
             raise ValueError(f"--device {self.device} pins one GPU but --workers is {self.workers}: use --device cuda "
                              f"(worker i serves on cuda:i) or --workers 1")
+        return self
+
+    @model_validator(mode="after")
+    def _frontends_one_device(self) -> "Settings":
+        if self.frontends > 1 and (self.workers or 1) > 1:
+            raise ValueError(f"--frontends {self.frontends} feeds one device process: it needs --workers 1, "
+                             f"not {self.workers}")
         return self
 
     def torch_device(self) -> torch.device:

@@ -70,17 +70,26 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(settings: Settings, devices: list[str]) -> int:
-    """Runs the workers until a signal or a worker's exit; returns the exit code."""
+def _prepare(settings: Settings) -> socket.socket | None:
+    """The kernels built (here once: N processes building into one directory at once would race) and the
+    socket bound; None when either fails."""
     try:
-        import kernels  # built here once: N workers building into one directory at once would race
+        import kernels
 
         info = kernels.build_info()
         sock = bind(settings.host, settings.port)
     except Exception as exc:  # a kernel that does not build, a port that is taken
         log.error("start-up failed: %s", exc)
-        return EXIT_STARTUP_FAILED
+        return None
     log.info("kernels: backends %s (build dir %s)", info["backends"], info["build_dir"])
+    return sock
+
+
+def serve(settings: Settings, devices: list[str]) -> int:
+    """Runs the workers until a signal or a worker's exit; returns the exit code."""
+    sock = _prepare(settings)
+    if sock is None:
+        return EXIT_STARTUP_FAILED
     host, port = sock.getsockname()[:2]
     ctx = multiprocessing.get_context("spawn")  # a forked CUDA context is unusable; spawned workers start clean
     flags = ctx.Array("b", len(devices), lock=False)
@@ -95,6 +104,49 @@ def serve(settings: Settings, devices: list[str]) -> int:
     log.info("%d workers on http://%s:%d: %s", len(procs), host, port,
              ", ".join(f"worker {i} (pid {p.pid}) on {d}" for i, (p, d) in enumerate(zip(procs, devices))))
     return _supervise(procs, flags, settings.shutdown_timeout_s + STOP_GRACE_SECONDS)
+
+
+def serve_frontends(settings: Settings, device: str) -> int:
+    """``--frontends N``: one device process on ``device`` and N front ends on the port, each with a
+    socket pair to the device process; supervised as workers are (any exit stops all)."""
+    sock = _prepare(settings)
+    if sock is None:
+        return EXIT_STARTUP_FAILED
+    host, port = sock.getsockname()[:2]
+    settings = settings.model_copy(update={"device": device, "host": host, "port": port})
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Array("b", 1, lock=False)  # the device process's parity result, read by every front end
+    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(settings.frontends)]
+    device_proc = ctx.Process(target=_device_main, name="convt-device",
+                              args=(settings, [a for a, _ in pairs], ready, os.getpid()))
+    device_proc.start()
+    procs = [device_proc]  # first: its exit marks flag 0, the one readiness flag, down
+    for i, (_, b) in enumerate(pairs):
+        p = ctx.Process(target=_worker_main, name=f"convt-frontend-{i}",
+                        args=(settings, i, settings.frontends, sock, ready, os.getpid(), b))
+        p.start()
+        procs.append(p)
+    sock.close()
+    for a, b in pairs:
+        a.close()
+        b.close()
+    log.info("device process (pid %d) on %s; %d front ends on http://%s:%d: pids %s", device_proc.pid, device,
+             settings.frontends, host, port, ", ".join(str(p.pid) for p in procs[1:]))
+    return _supervise(procs, ready, settings.shutdown_timeout_s + 2 * STOP_GRACE_SECONDS)
+
+
+def _device_main(settings: Settings, socks: list[socket.socket], ready, parent: int) -> None:
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s [device] %(name)s %(levelname)s %(message)s")
+    import torch
+
+    from . import device as device_process
+    from . import serving
+
+    if settings.device.startswith("cuda:") and int(settings.device[5:]) < _cuda_count():
+        torch.cuda.set_device(torch.device(settings.device))
+    config = serving.config(None, settings)
+    sys.exit(serving.run(config, device_process.serve(settings, socks, ready, parent)))
 
 
 def _supervise(procs: list[multiprocessing.Process], flags, grace: float) -> int:
@@ -122,7 +174,8 @@ def _supervise(procs: list[multiprocessing.Process], flags, grace: float) -> int
         wait([p.sentinel for p in procs if p.exitcode is None], timeout=0.5)
         for i, p in enumerate(procs):
             if p.exitcode is not None and not stopping:
-                flags[i] = 0
+                if i < len(flags):
+                    flags[i] = 0
                 code = p.exitcode if p.exitcode > 0 else EXIT_WORKER_DIED
                 how = (f"was killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
                        else f"exited with {p.exitcode}")
@@ -140,24 +193,29 @@ def _terminate(procs: list[multiprocessing.Process]) -> None:
             p.terminate()
 
 
-def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket, flags, parent: int) -> None:
-    """A spawned worker: one uvicorn server on the shared socket, on its own device."""
+def _worker_main(settings: Settings, index: int, count: int, sock: socket.socket, flags, parent: int,
+                 link: socket.socket | None = None) -> None:
+    """A spawned worker: one uvicorn server on the shared socket, on its own device; with ``link``, a front
+    end of the device process at its other end."""
     os.environ["CONVT_WORKER_INDEX"] = str(index)  # for user factories that log or place by worker
+    what = "worker" if link is None else "frontend"
     logging.basicConfig(level=settings.log_level.upper(),
-                        format=f"%(asctime)s [worker {index}] %(name)s %(levelname)s %(message)s")
+                        format=f"%(asctime)s [{what} {index}] %(name)s %(levelname)s %(message)s")
     import torch
     import uvicorn
 
     from . import serving
     from .app import create_app
 
-    if settings.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+    if link is not None:
+        torch.set_num_threads(1)  # a front end decodes and encodes; the device process computes
+    elif settings.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // count))  # N workers share the cores
     device = torch.device(settings.device)
-    if device.type == "cuda" and device.index < _cuda_count():  # else start-up refuses it, with the reason
+    if link is None and device.type == "cuda" and device.index < _cuda_count():  # else start-up refuses it
         torch.cuda.set_device(device)
     group = WorkerGroup(index=index, count=count, flags=flags)
-    config = serving.config(create_app(settings, group), settings)
+    config = serving.config(create_app(settings, group, link), settings)
     server = uvicorn.Server(config)
     serving.run(config, _serve(server, sock, parent, index))
     sys.exit(0 if server.started else EXIT_STARTUP_FAILED)

@@ -1,0 +1,100 @@
+"""The device process of a server with several HTTP front ends (``--frontends N``).
+
+It loads the model, runs the parity check and batches for every front end; the
+front ends (uvicorn on the shared port, service/workers.py) answer HTTP and hand
+it decoded tensors over one link each (service/link.py). In one process the event
+loop's HTTP work per request bounds requests per second long before the device
+does; here that work is spread over the front ends, and this loop's share per
+request is a frame in, a queue entry and a frame out.
+
+On SIGTERM or SIGINT it keeps serving until every front end has drained and
+closed its link: the requests they accepted are answered by this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import Any
+
+from . import serving
+from .dataplane import DataPlane
+from .errors import ServiceError
+from .group import WorkerGroup
+from .link import Link
+from .metrics import Metrics
+from .remote import ModelCard, pack, unpack
+from .settings import Settings
+
+log = logging.getLogger("convt.device")
+
+EXIT_STARTUP_FAILED = 3
+STARTUP_FAILED_LINGER_S = 10  # how long a failed start waits for the front ends to hear of it and close
+
+
+async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
+    """Serves the front ends' links until all are closed; returns the process's exit code."""
+    loop = asyncio.get_running_loop()
+    metrics = Metrics(http=False)
+    plane = DataPlane(settings, metrics, WorkerGroup(index=0, count=1, flags=flags))
+    started = loop.create_future()
+
+    async def handle(kind: str, payload: Any) -> Any:
+        if not started.done():
+            await asyncio.shield(started)
+        started.result()  # a start that failed answers every call with its error
+        if kind == "infer":
+            inputs, timeout_s = payload
+            try:
+                outputs, seconds = await plane.batcher.submit([unpack(i) for i in inputs], timeout_s)
+            except ServiceError:
+                raise
+            except Exception:  # the front end answers 500 and names the type; the traceback is here
+                log.exception("inference failed")
+                raise
+            return [pack(o) for o in outputs], seconds
+        if kind == "shapes":
+            return plane.runtime.spec.check_shapes(payload)
+        if kind == "hello":
+            return ModelCard.of(plane.runtime)
+        if kind == "health":
+            return await plane.health.run()
+        if kind == "metrics":
+            return metrics.render()[0]
+        raise LookupError(f"the device process answers no {kind!r} calls")
+
+    links = [await Link.open(sock, handle) for sock in socks]
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, log.info, "%s: serving until the front ends have drained",
+                                signal.Signals(signum).name)
+    try:
+        await plane.start()
+    except Exception as exc:
+        log.error("start-up failed: %s", exc)
+        started.set_exception(exc)
+        await _until_closed(links, parent, STARTUP_FAILED_LINGER_S)
+        plane.close()
+        return EXIT_STARTUP_FAILED
+    serving.settle_heap()
+    started.set_result(None)
+    log.info("device process serving %d front ends", len(links))
+    await _until_closed(links, parent)
+    log.info("every front end has closed its link: stopping")
+    plane.close()
+    return 0
+
+
+async def _until_closed(links: list[Link], parent: int, timeout: float | None = None) -> None:
+    """Until every link is closed, the parent is gone (a SIGKILLed parent forwards no signal) or ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    pending = {link.lost for link in links}
+    while pending:
+        if os.getppid() != parent:
+            log.error("the parent process is gone: stopping")
+            return
+        if deadline is not None and loop.time() >= deadline:
+            return
+        _, pending = await asyncio.wait(pending, timeout=1.0)
