@@ -121,3 +121,41 @@ def client(server):
 def rel_error(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double(), b.double()
     return float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b).clamp_min(1e-300))
+
+
+WORKER = "x-convt-worker"
+
+
+def fresh(url: str, path: str, method: str = "GET", **kw) -> httpx.Response:
+    """One request on a new connection: a kept-alive one would stay with one worker."""
+    with httpx.Client(base_url=url, timeout=60, headers={"Connection": "close"}) as c:
+        return c.request(method, path, **kw)
+
+
+def by_worker(url: str, path: str, want: int = 2, tries: int = 200) -> dict[str, httpx.Response]:
+    """Asks on fresh connections until ``want`` workers have answered."""
+    seen: dict[str, httpx.Response] = {}
+    for _ in range(tries):
+        r = fresh(url, path)
+        seen.setdefault(r.headers[WORKER], r)
+        if len(seen) == want:
+            break
+    return seen
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """Running, and not a zombie (an orphan's exit is reaped by whoever adopted it, maybe never)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

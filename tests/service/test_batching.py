@@ -96,7 +96,8 @@ def slow_request(x: torch.Tensor) -> tuple[bytes, dict[str, str]]:
     return head + x.numpy().tobytes(), {HEADER: str(len(head))}
 
 
-def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path_factory):
+@pytest.mark.parametrize("processes", [[], ["--frontends", "2"]], ids=["one", "frontends"])
+def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path_factory, processes):
     # test models are loaded by the server only, never imported here: the marks of slow_model.py
     slow_mark, poison_mark = 4242.0, -4343.0
     hold = torch.zeros(1, 4, 5, 5)
@@ -118,7 +119,7 @@ def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path_factory):
             return [await first, *await queued]
 
     with running_server(tmp_path_factory, "poison", "--model", "tests.service.slow_model:factory",
-                        "--max-batch-size", "16", "--max-queue-delay-us", "100000") as server:
+                        "--max-batch-size", "16", "--max-queue-delay-us", "100000", *processes) as server:
         responses = asyncio.run(scenario(server.url))
         count, rows = (float(re.search(rf'convt_batch_size_{k}{{model="slow"}} (\S+)', httpx.get(
             server.url + "/metrics").text).group(1)) for k in ("count", "sum"))

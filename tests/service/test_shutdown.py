@@ -1,5 +1,6 @@
 """SIGTERM drains: the server stops accepting, answers every request it accepted,
-and exits 0, alone and as a --workers supervisor.
+and exits 0, alone, as a --workers supervisor and with --frontends (whose device
+process answers what the front ends accepted before it stops).
 
 The slow model (slow_model.py) sleeps per request for the seconds its input asks
 and logs each forward's start and end to a file, so the test sends SIGTERM while
@@ -55,13 +56,13 @@ def refused(url: str) -> bool:
         return True
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_sigterm_finishes_accepted_requests_and_exits_0(tmp_path, workers):
-    if workers > 1 and DEVICE.startswith("cuda") and torch.cuda.device_count() < workers:
+@pytest.mark.parametrize("processes", [[], ["--workers", "2"], ["--frontends", "2"]], ids=["one", "workers", "frontends"])
+def test_sigterm_finishes_accepted_requests_and_exits_0(tmp_path, processes):
+    if "--workers" in processes and DEVICE.startswith("cuda") and torch.cuda.device_count() < 2:
         pytest.skip("CUDA workers need one GPU each")
     slow_log = tmp_path / "forwards.log"
     # One forward per request, so each accepted request shows in the slow log (batching would merge them).
-    args = ["--model", "tests.service.slow_model:factory", "--max-batch-size", "1"] + (["--workers", str(workers)] if workers > 1 else [])
+    args = ["--model", "tests.service.slow_model:factory", "--max-batch-size", "1", *processes]
     server = start_server(tmp_path / "server.log", *args, env={"CONVT_TEST_SLOW_LOG": str(slow_log)})
     try:
         with ThreadPoolExecutor(REQUESTS) as pool:

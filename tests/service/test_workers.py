@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,43 +17,18 @@ import torch
 
 import models
 
-from .conftest import DEVICE, REL_TOL, rel_error, run_to_exit, running_server, stop_server
+from .conftest import (DEVICE, REL_TOL, WORKER, alive, by_worker, fresh, rel_error, run_to_exit, running_server,
+                       stop_server, wait_for)
 
 if DEVICE.startswith("cuda") and torch.cuda.device_count() < 2:
     pytest.skip("two CUDA workers need two GPUs", allow_module_level=True)
 
-WORKER = "x-convt-worker"
 EXIT_BAD_SETTINGS, EXIT_STARTUP_FAILED, EXIT_WORKER_DIED = 2, 3, 4
 
 
 def expected_device(index: int) -> str:
     return "cpu" if DEVICE == "cpu" else f"cuda:{index}"
 
-
-def fresh(url: str, path: str, method: str = "GET", **kw) -> httpx.Response:
-    """One request on a new connection: a kept-alive one would stay with one worker."""
-    with httpx.Client(base_url=url, timeout=60, headers={"Connection": "close"}) as c:
-        return c.request(method, path, **kw)
-
-
-def by_worker(url: str, path: str, want: int = 2, tries: int = 200) -> dict[str, httpx.Response]:
-    """Asks on fresh connections until ``want`` workers have answered."""
-    seen: dict[str, httpx.Response] = {}
-    for _ in range(tries):
-        r = fresh(url, path)
-        seen.setdefault(r.headers[WORKER], r)
-        if len(seen) == want:
-            break
-    return seen
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +110,7 @@ def test_sigterm_stops_every_worker(tmp_path_factory):
         s.process.send_signal(signal.SIGTERM)
         assert s.process.wait(timeout=60) == 0, s.logs()[-3000:]
         for pid in pids:
-            wait_for(lambda: not _alive(pid), 10, f"worker pid {pid} to exit")
+            wait_for(lambda: not alive(pid), 10, f"worker pid {pid} to exit")
         assert "SIGTERM: stopping 2 workers" in s.logs()
 
 
@@ -149,7 +122,7 @@ def test_a_dead_worker_stops_the_server(tmp_path_factory):
         survivor = answers["0"].json()["worker"]["pid"]
         os.kill(victim, signal.SIGKILL)
         assert s.process.wait(timeout=60) == EXIT_WORKER_DIED, s.logs()[-3000:]
-        wait_for(lambda: not _alive(survivor), 30, "the other worker to exit")
+        wait_for(lambda: not alive(survivor), 30, "the other worker to exit")
         assert f"worker 1 (pid {victim}) was killed by SIGKILL" in s.logs()
         with pytest.raises(httpx.ConnectError):
             fresh(s.url, "/v2/health/live")
@@ -163,7 +136,7 @@ def test_a_killed_parent_takes_its_workers_along(tmp_path_factory):
         s.process.kill()  # SIGKILL: no signal reaches the workers
         s.process.wait(timeout=10)
         for pid in pids:
-            wait_for(lambda: not _alive(pid), 15, f"orphaned worker pid {pid} to exit")
+            wait_for(lambda: not alive(pid), 15, f"orphaned worker pid {pid} to exit")
         assert s.logs().count("the parent process is gone: stopping") == 2
 
 
@@ -172,15 +145,6 @@ def test_a_worker_start_up_failure_fails_the_server():
     assert p.returncode == EXIT_STARTUP_FAILED
     out = p.stdout + p.stderr
     assert "start-up failed: unknown model 'no-such-model'" in out and "exited with 3" in out
-
-
-def _alive(pid: int) -> bool:
-    """Running, and not a zombie (an orphan's exit is reaped by whoever adopted it, maybe never)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_workers_refused_settings():
