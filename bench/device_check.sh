@@ -30,7 +30,7 @@ for part in "${@:-all}"; do
   esac
   case $part in
     service|all)
-      CONVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/service -rs 2>&1 | tee "$OUT/service-tests.txt" | tail -n 30 ;;
+      CONVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider ${CONVT_SERVICE_TESTS:-tests/service} -rs 2>&1 | tee "$OUT/service-tests.txt" | tail -n 30 ;;
   esac
   case $part in
     health|all)  # a /health response from a real CUDA server
@@ -47,7 +47,7 @@ for part in "${@:-all}"; do
   case $part in
     load|all)  # throughput and latency of a CUDA server (bench/load.py; about 2 min after the build): $OUT/load/load.{md,json}
       # CONVT_LOAD_ARGS: more bench.load flags (word-split); CONVT_LOAD_TAG: a suffix for the out folder
-      python3 -m bench.load --device cuda --client-procs 4 --out "$OUT/load${CONVT_LOAD_TAG:-}" ${CONVT_LOAD_ARGS:-} 2>&1 | tail -n 30 ;;
+      python3 -m bench.load --device cuda --client-procs ${CONVT_CLIENT_PROCS:-4} --out "$OUT/load${CONVT_LOAD_TAG:-}" ${CONVT_LOAD_ARGS:-} 2>&1 | tail -n 30 ;;
   esac
   case $part in
     frontends)  # batching on/off at concurrency 64 for each --frontends in CONVT_FRONTENDS: $OUT/load-fe<N>/

@@ -1,6 +1,7 @@
 """Calls between two processes of one server over a Unix socket pair (``--frontends``).
 
-Each message is a pickled tuple behind its 8-byte length. Both ends are our own
+Each message is a pickled tuple (protocol 5, numpy arrays out of band) behind its
+lengths, the arrays' bytes after it. Both ends are our own
 processes, spawned by the same parent over a socket pair nobody else holds; a
 client's tensor bytes travel inside as numpy arrays, never as pickles of their own.
 A call is answered with the callee's value, or with its exception's type name and
@@ -18,7 +19,9 @@ from typing import Any, Awaitable, Callable
 
 log = logging.getLogger("convt.link")
 
+_HEAD = struct.Struct("<QI")  # pickle bytes, out-of-band buffers; then each buffer's length (_LEN)
 _LEN = struct.Struct("<Q")
+STAGE_BYTES = 1 << 20  # frames up to half of it are decoded where they were read
 _CALL, _OK, _ERR = 0, 1, 2
 # Below this a frame is written as one joined bytes object: one copy costs less than a write per piece.
 JOIN_BELOW = 64 << 10
@@ -37,14 +40,26 @@ class RemoteError(Exception):
         self.message = message
 
 
-class Link(asyncio.Protocol):
+def _decode(view: memoryview, plen: int, lens: list[int], copy: bool) -> Any:
+    buffers, at = [], plen
+    for n in lens:
+        buffers.append(bytearray(view[at:at + n]) if copy else view[at:at + n])
+        at += n
+    return pickle.loads(view[:plen], buffers=buffers)
+
+
+class Link(asyncio.BufferedProtocol):
     """One end of the link. ``call(kind, payload)`` returns a future of the other end's answer;
     the other end's calls go to ``handler(kind, payload)``, each in its own task."""
 
     def __init__(self, handler: Handler | None = None, on_lost: Callable[[Exception | None], None] | None = None):
         self._handler = handler
         self._on_lost = on_lost
-        self._buf = bytearray()
+        self._stage = bytearray(STAGE_BYTES)
+        self._have = 0  # bytes read into the stage and not decoded yet
+        self._frame: bytearray | None = None  # a large frame being read
+        self._filled = 0
+        self._layout: tuple[int, list[int]] | None = None
         self._calls: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task] = set()
@@ -97,37 +112,64 @@ class Link(asyncio.Protocol):
     def _send(self, message: tuple) -> None:
         if self.transport is None or self.transport.is_closing():
             return  # the caller is gone: nobody reads the answer
-        data = pickle.dumps(message, protocol=5)
-        head = _LEN.pack(len(data))
-        if len(data) < JOIN_BELOW:
-            self.transport.write(head + data)
+        # numpy arrays go out of band: their bytes are written from the arrays themselves, not copied
+        # into the pickle first (the transport keeps a reference to what it has not sent yet)
+        raws: list[memoryview] = []
+        data = pickle.dumps(message, protocol=5, buffer_callback=lambda b: raws.append(b.raw()))
+        head = _HEAD.pack(len(data), len(raws)) + b"".join(_LEN.pack(r.nbytes) for r in raws)
+        if len(data) + sum(r.nbytes for r in raws) < JOIN_BELOW:
+            self.transport.write(b"".join((head, data, *raws)))
         else:
-            self.transport.writelines((head, data))
+            self.transport.writelines((head, data, *raws))
 
-    def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        if buf:
-            buf += data
-            data = buf
-        end = self._frames(data)
-        if data is buf:
-            del buf[:end]
-        elif end < len(data):
-            buf += memoryview(data)[end:]
+    # Reading (asyncio.BufferedProtocol): the socket is read into a staging buffer, where small frames are
+    # decoded (their arrays copied out, the stage is reused); a large frame gets a buffer of its own that
+    # the socket is then read into directly, and its arrays are views of it.
 
-    def _frames(self, data) -> int:
-        """Dispatches every whole frame in ``data``; returns where the first partial one starts."""
-        pos, size = 0, len(data)
-        with memoryview(data) as view:
-            while size - pos >= _LEN.size:
-                (length,) = _LEN.unpack_from(view, pos)
-                end = pos + _LEN.size + length
-                if end > size:
-                    break
-                message = pickle.loads(view[pos + _LEN.size:end])
-                pos = end
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        return memoryview(self._stage)[self._have:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled == len(self._frame):
+                frame, (plen, lens) = self._frame, self._layout
+                self._frame = self._layout = None
+                with memoryview(frame) as view:
+                    message = _decode(view, plen, lens, copy=False)
                 self._dispatch(message)
-        return pos
+            return
+        self._have += nbytes
+        self._drain_stage()
+
+    def _drain_stage(self) -> None:
+        stage, have, pos = self._stage, self._have, 0
+        with memoryview(stage) as view:
+            while have - pos >= _HEAD.size:
+                plen, count = _HEAD.unpack_from(view, pos)
+                start = pos + _HEAD.size + _LEN.size * count
+                if have < start:
+                    break
+                lens = [_LEN.unpack_from(view, pos + _HEAD.size + _LEN.size * i)[0] for i in range(count)]
+                total = plen + sum(lens)
+                if have - start >= total:
+                    message = _decode(view[start:start + total], plen, lens, copy=True)
+                    pos = start + total
+                    self._dispatch(message)
+                    continue
+                if total + _HEAD.size + _LEN.size * count > len(stage) // 2:
+                    # too large to wait for in the stage: its own buffer, which the socket fills from here
+                    self._frame = bytearray(total)
+                    self._frame[:have - start] = view[start:have]
+                    self._filled, self._layout = have - start, (plen, lens)
+                    pos = have
+                break
+        left = have - pos
+        if left and pos:
+            stage[:left] = stage[pos:have]  # same length: the stage is never resized
+        self._have = left
 
     def _dispatch(self, message: tuple) -> None:
         op, call_id, a, b = message
