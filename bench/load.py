@@ -165,6 +165,7 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
 
     async def run() -> None:
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        out["cpu0"] = time.process_time()
         stop_at = start_at + seconds if seconds else None
         budget = [total if total is not None else 1 << 62]
         await asyncio.gather(*(_connection(host, int(port), requests, first + i * step, connections * step,
@@ -172,6 +173,7 @@ def _client_process(url: str, requests: list[bytes], first: int, step: int, conn
 
     asyncio.run(run())
     out["ended"] = time.monotonic()
+    out["cpu"] = time.process_time() - out.pop("cpu0")  # this client's own work: is it what bounds the run?
     return out
 
 
@@ -225,19 +227,23 @@ def _process_tree(pid: int) -> list[int]:
     return tree
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a server (all its processes and threads) so far: per request, the server's cost
-    under load that the throughput of a machine shared with the clients hides."""
-    if pid is None:
-        return float("nan")
-    total = 0
-    for p in _process_tree(pid):
+def cpu_by_process(pid: int | None) -> dict[int, float]:
+    """User + system CPU seconds so far of each process of a server (all threads), by pid; the pids in
+    start order: the parent, then (with --frontends) the device process before the front ends."""
+    out = {}
+    for p in _process_tree(pid) if pid is not None else ():
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        out[p] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a server (all its processes) so far: per request, the server's cost under load
+    that the throughput of a machine shared with the clients hides."""
+    return sum(cpu_by_process(pid).values()) if pid is not None else float("nan")
 
 
 def metrics_totals(url: str, model: str) -> dict[str, float]:
@@ -256,7 +262,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
     procs = max(1, min(procs, concurrency))
     shares = [concurrency // procs + (i < concurrency % procs) for i in range(procs)]
     totals = [None if total is None else -(-total * s // concurrency) for s in shares]
-    before, cpu0 = metrics_totals(url, model), cpu_seconds(pid)
+    before, cpu0 = metrics_totals(url, model), cpu_by_process(pid)
     start_at = time.monotonic() + (0.5 if procs > 1 else 0.0)  # time for the processes to start
     if procs == 1:
         parts = [_client_process(url, requests, 0, 1, concurrency, start_at, seconds, total)]
@@ -265,7 +271,9 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
         with ctx.Pool(procs) as pool:
             parts = pool.starmap(_client_process, [(url, requests, i, procs, shares[i], start_at, seconds, totals[i])
                                                    for i in range(procs)])
-    cpu = cpu_seconds(pid) - cpu0
+    cpu1 = cpu_by_process(pid)
+    by_process = {p: cpu1[p] - cpu0[p] for p in sorted(cpu1) if p in cpu0}
+    cpu = sum(by_process.values()) if pid is not None else float("nan")
     after = metrics_totals(url, model)
     elapsed = max(p["ended"] for p in parts) - start_at
     lat = [x * 1e3 for p in parts for x in p["latency"]]
@@ -281,6 +289,9 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
             **_summary(lat, compute, [o for p in parts for o in p["overhead"]], stages),
             "mean_batch": (after["rows"] - before["rows"]) / batches if batches else None,
             "server_cpu_ms_per_request": cpu * 1e3 / ok if ok else None,
+            # per server process (pid order) and per client process: which one ran out of CPU first
+            "server_cpu_ms_per_request_by_process": [round(c * 1e3 / ok, 4) for c in by_process.values()] if ok else None,
+            "client_cpu_busy": [round(p["cpu"] / elapsed, 3) for p in parts],
             "seconds": elapsed, "client_procs": procs}
 
 
