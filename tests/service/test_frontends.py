@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from .bad_bodies import CORPUS
 from .conftest import WORKER, alive, by_worker, fresh, run_to_exit, running_server, stop_server, wait_for
 from .test_batching import batch_histogram, binary_request, output_of
 
@@ -71,6 +72,19 @@ def test_errors_equal_a_single_process(server, dcgan_server, what, body):
     assert 400 <= got.status_code < 500 and got.status_code == want.status_code, (got.text, want.text)
     assert got.json() == want.json()
     assert httpx.post(server.url + "/v2/models/nope/infer", json=body, timeout=60).status_code == 404
+    server.assert_alive()
+
+
+def test_the_bad_body_corpus_gets_a_single_process_answers(server, dcgan_server):
+    """Every hand-made bad body (bad_bodies.py): the same status and error body from a front end as
+    from one process, and the device process still serves after them all."""
+    with httpx.Client(base_url=server.url, timeout=60) as fe, httpx.Client(base_url=dcgan_server.url, timeout=60) as one:
+        for bad in CORPUS:
+            got, want = (c.post(bad.path, content=bad.body, headers=bad.headers) for c in (fe, one))
+            assert got.status_code == want.status_code == bad.status, (bad.id, got.text)
+            assert got.json() == want.json(), bad.id
+        body, headers = binary_request(torch.randn(1, 100, 1, 1))
+        assert fe.post(INFER, content=body, headers=headers).status_code == 200
     server.assert_alive()
 
 
