@@ -106,6 +106,11 @@ class Batcher:
     async def submit(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> tuple[list[torch.Tensor], float]:
         """This request's outputs and the forward's seconds (of its whole batch); RequestTimeout once
         ``timeout_s`` (0: none) pass before they are ready."""
+        return await self.enqueue(inputs, timeout_s)
+
+    def enqueue(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> asyncio.Future:
+        """``submit`` without the coroutine: the request queued, the future of its answer returned (for
+        callers that answer from a done-callback: the device process, per call from a front end)."""
         if len(self._queue) >= self.max_queue_size:
             self.metrics.rejected.labels(self.runtime.spec.name).inc()
             raise QueueFull(f"{len(self._queue)} requests are already waiting (--max-queue-size "
@@ -118,11 +123,10 @@ class Batcher:
         self._left(_ARRIVING.get())
         self._wake.set()
         timer = limits.deadline(p.future, timeout_s, self.runtime.spec.name)
-        try:
-            return await p.future
-        finally:
-            if timer is not None:
-                timer.cancel()
+        if timer is not None:
+            # done, failed, timed out or cancelled (its awaiting handler was): the timer goes either way
+            p.future.add_done_callback(lambda _: timer.cancel())
+        return p.future
 
     def _take(self) -> list[_Pending]:
         """The oldest request and the later ones that fit with it, removed from the queue."""

@@ -45,16 +45,6 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
         if not started.done():
             await asyncio.shield(started)
         started.result()  # a start that failed answers every call with its error
-        if kind == "infer":
-            inputs, timeout_s = payload
-            try:
-                outputs, seconds = await plane.batcher.submit([unpack(i) for i in inputs], timeout_s)
-            except ServiceError:
-                raise
-            except Exception:  # the front end answers 500 and names the type; the traceback is here
-                log.exception("inference failed")
-                raise
-            return [pack(o) for o in outputs], seconds
         if kind == "shapes":
             return plane.runtime.spec.check_shapes(payload)
         if kind == "hello":
@@ -65,7 +55,18 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
             return metrics.render()[0]
         raise LookupError(f"the device process answers no {kind!r} calls")
 
-    links = [await Link.open(sock, handle) for sock in socks]
+    def infer(payload: Any) -> asyncio.Future:
+        # a front end sends inferences only after its hello, which waited for the start
+        inputs, timeout_s = payload
+        fut = plane.batcher.enqueue([unpack(i) for i in inputs], timeout_s)
+        fut.add_done_callback(_log_unexpected)
+        return fut
+
+    def answer(result: tuple) -> tuple:
+        outputs, seconds = result
+        return [pack(o) for o in outputs], seconds
+
+    links = [await Link.open(sock, handle, immediate={"infer": (infer, answer)}) for sock in socks]
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, log.info, "%s: serving until the front ends have drained",
                                 signal.Signals(signum).name)
@@ -84,6 +85,13 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
     log.info("every front end has closed its link: stopping")
     plane.close()
     return 0
+
+
+def _log_unexpected(fut: asyncio.Future) -> None:
+    exc = None if fut.cancelled() else fut.exception()
+    if exc is not None and not isinstance(exc, ServiceError):
+        # the front end answers 500 and names the type; the traceback is here
+        log.error("inference failed", exc_info=exc)
 
 
 async def _until_closed(links: list[Link], parent: int, timeout: float | None = None) -> None:

@@ -27,6 +27,8 @@ _CALL, _OK, _ERR = 0, 1, 2
 JOIN_BELOW = 64 << 10
 
 Handler = Callable[[str, Any], Awaitable[Any]]
+# kind -> (start, finish): start(payload) returns a future at once; its result, through finish, is the answer
+Immediate = dict[str, tuple[Callable[[Any], asyncio.Future], Callable[[Any], Any]]]
 
 
 class LinkClosed(ConnectionError):
@@ -50,10 +52,14 @@ def _decode(view: memoryview, plen: int, lens: list[int], copy: bool) -> Any:
 
 class Link(asyncio.BufferedProtocol):
     """One end of the link. ``call(kind, payload)`` returns a future of the other end's answer;
-    the other end's calls go to ``handler(kind, payload)``, each in its own task."""
+    the other end's calls go to ``handler(kind, payload)``, each in its own task, or, for the kinds in
+    ``immediate``, are started at once and answered when their future is done (no task per call: the
+    device process answers every inference this way)."""
 
-    def __init__(self, handler: Handler | None = None, on_lost: Callable[[Exception | None], None] | None = None):
+    def __init__(self, handler: Handler | None = None, on_lost: Callable[[Exception | None], None] | None = None,
+                 immediate: Immediate | None = None):
         self._handler = handler
+        self._immediate = immediate or {}
         self._on_lost = on_lost
         self._stage = bytearray(STAGE_BYTES)
         self._have = 0  # bytes read into the stage and not decoded yet
@@ -69,9 +75,10 @@ class Link(asyncio.BufferedProtocol):
 
     @classmethod
     async def open(cls, sock, handler: Handler | None = None,
-                   on_lost: Callable[[Exception | None], None] | None = None) -> "Link":
+                   on_lost: Callable[[Exception | None], None] | None = None,
+                   immediate: Immediate | None = None) -> "Link":
         loop = asyncio.get_running_loop()
-        _, link = await loop.create_unix_connection(lambda: cls(handler, on_lost), sock=sock)
+        _, link = await loop.create_unix_connection(lambda: cls(handler, on_lost, immediate), sock=sock)
         return link
 
     @property
@@ -174,6 +181,10 @@ class Link(asyncio.BufferedProtocol):
     def _dispatch(self, message: tuple) -> None:
         op, call_id, a, b = message
         if op == _CALL:
+            fast = self._immediate.get(a)
+            if fast is not None:
+                self._start(call_id, fast, b)
+                return
             task = asyncio.get_running_loop().create_task(self._answer(call_id, a, b))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -185,6 +196,23 @@ class Link(asyncio.BufferedProtocol):
             fut.set_result(a)
         else:
             fut.set_exception(RemoteError(*a))
+
+    def _start(self, call_id: int, fast, payload: Any) -> None:
+        start, finish = fast
+        try:
+            fut = start(payload)
+        except Exception as exc:
+            self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
+            return
+        fut.add_done_callback(lambda f: self._finish(call_id, finish, f))
+
+    def _finish(self, call_id: int, finish: Callable[[Any], Any], fut: asyncio.Future) -> None:
+        try:
+            result = finish(fut.result())  # raises the future's exception, or CancelledError
+        except BaseException as exc:
+            self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
+        else:
+            self._send((_OK, call_id, result, None))
 
     async def _answer(self, call_id: int, kind: str, payload: Any) -> None:
         try:

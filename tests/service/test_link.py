@@ -88,3 +88,37 @@ def test_errors_come_back_by_type_name_and_a_closed_link_fails_what_is_pending()
 
     err = asyncio.run(main())
     assert err.kind == "ValueError" and err.message == "refused 7"
+
+
+def test_immediate_calls_are_answered_from_their_futures():
+    async def main():
+        loop = asyncio.get_running_loop()
+        later: list[asyncio.Future] = []
+
+        def start(payload):
+            if payload == "refuse":
+                raise KeyError("refused at once")
+            fut = loop.create_future()
+            later.append(fut)
+            return fut
+
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        caller = await Link.open(a)
+        await Link.open(b, immediate={"work": (start, lambda r: r * 2)})
+        with pytest.raises(RemoteError) as refused:
+            await caller.call("work", "refuse")
+        ok, failed, cancelled = (caller.call("work", i) for i in range(3))
+        while len(later) < 3:
+            await asyncio.sleep(0.01)
+        later[0].set_result(21)
+        later[1].set_exception(ValueError("bad row"))
+        later[2].cancel()
+        results = await asyncio.gather(ok, failed, cancelled, return_exceptions=True)
+        caller.close()
+        return refused.value, results
+
+    refused, (ok, failed, cancelled) = asyncio.run(main())
+    assert refused.kind == "KeyError"
+    assert ok == 42
+    assert isinstance(failed, RemoteError) and (failed.kind, failed.message) == ("ValueError", "bad row")
+    assert isinstance(cancelled, RemoteError) and cancelled.kind == "CancelledError"
