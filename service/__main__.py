@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import workers
 
     if settings.frontends > 1:
-        return workers.serve_frontends(settings, settings.device)
+        return workers.serve_frontends(settings)
     try:
         devices = workers.plan(settings)
     except workers.WorkerPlanError as exc:

@@ -106,11 +106,16 @@ def serve(settings: Settings, devices: list[str]) -> int:
     return _supervise(procs, flags, settings.shutdown_timeout_s + STOP_GRACE_SECONDS)
 
 
-def serve_frontends(settings: Settings, device: str) -> int:
-    """``--frontends N``: one device process on ``device`` and N front ends on the port, each with a
-    socket pair to the device process; supervised as workers are (any exit stops all)."""
+def serve_frontends(settings: Settings) -> int:
+    """``--frontends N``: one device process and N front ends on the port, each with a socket pair to the
+    device process; supervised as workers are (any exit stops all)."""
     sock = _prepare(settings)
     if sock is None:
+        return EXIT_STARTUP_FAILED
+    try:
+        device = settings.torch_device().type if settings.device == "auto" else settings.device
+    except Exception as exc:
+        log.error("start-up failed: %s", exc)
         return EXIT_STARTUP_FAILED
     host, port = sock.getsockname()[:2]
     settings = settings.model_copy(update={"device": device, "host": host, "port": port})
@@ -132,7 +137,8 @@ def serve_frontends(settings: Settings, device: str) -> int:
         b.close()
     log.info("device process (pid %d) on %s; %d front ends on http://%s:%d: pids %s", device_proc.pid, device,
              settings.frontends, host, port, ", ".join(str(p.pid) for p in procs[1:]))
-    return _supervise(procs, ready, settings.shutdown_timeout_s + 2 * STOP_GRACE_SECONDS)
+    return _supervise(procs, ready, settings.shutdown_timeout_s + 2 * STOP_GRACE_SECONDS,
+                      ["the device process"] + [f"front end {i}" for i in range(settings.frontends)])
 
 
 def _device_main(settings: Settings, socks: list[socket.socket], ready, parent: int) -> None:
@@ -149,7 +155,9 @@ def _device_main(settings: Settings, socks: list[socket.socket], ready, parent: 
     sys.exit(serving.run(config, device_process.serve(settings, socks, ready, parent)))
 
 
-def _supervise(procs: list[multiprocessing.Process], flags, grace: float) -> int:
+def _supervise(procs: list[multiprocessing.Process], flags, grace: float, labels: list[str] | None = None) -> int:
+    """``labels``: how the log names each process (default: worker i)."""
+    labels = labels or [f"worker {i}" for i in range(len(procs))]
     stopping: list[str] = []
 
     def on_signal(signum, _frame):
@@ -179,7 +187,7 @@ def _supervise(procs: list[multiprocessing.Process], flags, grace: float) -> int
                 code = p.exitcode if p.exitcode > 0 else EXIT_WORKER_DIED
                 how = (f"was killed by {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
                        else f"exited with {p.exitcode}")
-                log.error("worker %d (pid %d) %s: stopping the other workers; the server exits %d", i, p.pid, how, code)
+                log.error("%s (pid %d) %s: stopping the others; the server exits %d", labels[i], p.pid, how, code)
                 stopping.append("worker exit")
                 _terminate(procs)
     for p in procs:

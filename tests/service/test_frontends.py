@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from .bad_bodies import CORPUS
-from .conftest import WORKER, alive, by_worker, fresh, run_to_exit, running_server, stop_server, wait_for
+from .conftest import DEVICE, WORKER, alive, by_worker, fresh, run_to_exit, running_server, stop_server, wait_for
 from .test_batching import batch_histogram, binary_request, output_of
 
 INFER = "/v2/models/dcgan/infer"
@@ -167,6 +167,14 @@ def test_sigterm_waits_for_the_front_ends_then_stops_the_device_process(tmp_path
         logs = s.logs()
         assert "every front end has closed its link: stopping" in logs
         assert "the link to the device process is lost" not in logs
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="auto resolves to the CUDA device there: the module's server covers it")
+def test_device_auto_is_resolved_before_the_front_ends_start(tmp_path_factory):
+    # the default --device auto: front ends must be given the device it resolves to, not "auto"
+    with running_server(tmp_path_factory, "fe-auto", "--frontends", "2", "--device", "auto") as s:
+        wait_for(lambda: fresh(s.url, "/v2/health/ready").status_code == 200, 300, "ready")
+        assert httpx.get(s.url + "/v2/models/dcgan", timeout=30).json()["parameters"]["device"] == "cpu"
 
 
 def test_frontends_refused_settings_and_start_up_failure():
