@@ -21,7 +21,7 @@ from typing import Any
 
 from . import serving
 from .dataplane import DataPlane
-from .errors import ServiceError
+from .errors import ModelNotReady, ServiceError
 from .group import WorkerGroup
 from .link import Link
 from .metrics import Metrics
@@ -56,7 +56,8 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
         raise LookupError(f"the device process answers no {kind!r} calls")
 
     def infer(payload: Any) -> asyncio.Future:
-        # a front end sends inferences only after its hello, which waited for the start
+        if not started.done() or started.exception() is not None:  # front ends infer only after their hello
+            raise ModelNotReady("the device process has not started its model")
         inputs, timeout_s = payload
         fut = plane.batcher.enqueue([unpack(i) for i in inputs], timeout_s)
         fut.add_done_callback(_log_unexpected)
