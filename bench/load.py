@@ -228,8 +228,9 @@ def _process_tree(pid: int) -> list[int]:
 
 
 def cpu_by_process(pid: int | None) -> dict[int, float]:
-    """User + system CPU seconds so far of each process of a server (all threads), by pid; the pids in
-    start order: the parent, then (with --frontends) the device process before the front ends."""
+    """User + system CPU seconds so far of each process of a server (all threads), by pid, in start
+    order: the parent, then with --workers or --frontends multiprocessing's resource tracker and the
+    spawned processes (the device process before the front ends)."""
     out = {}
     for p in _process_tree(pid) if pid is not None else ():
         try:
