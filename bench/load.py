@@ -241,12 +241,6 @@ def cpu_by_process(pid: int | None) -> dict[int, float]:
     return out
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a server (all its processes) so far: per request, the server's cost under load
-    that the throughput of a machine shared with the clients hides."""
-    return sum(cpu_by_process(pid).values()) if pid is not None else float("nan")
-
-
 def metrics_totals(url: str, model: str) -> dict[str, float]:
     text = httpx.get(url + "/metrics", timeout=60).text
     values = {}

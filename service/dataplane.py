@@ -92,11 +92,8 @@ class DataPlane:
                       self.runtime.spec.name, ", ".join(report["failed"]) or report.get("error"))
 
     def close(self) -> None:
-        if self.link is not None:  # a front end: readiness is the device process's to publish
-            if self.batcher is not None:
-                self.batcher.close()
-            return
-        self.group.publish(False)  # a worker going away takes the group out of rotation
+        if self.link is None:  # a front end's readiness is the device process's to publish
+            self.group.publish(False)  # a worker going away takes the group out of rotation
         if self.batcher is not None:
             self.batcher.close()
         if self.runtime is not None:

@@ -202,7 +202,7 @@ class Link(asyncio.BufferedProtocol):
         try:
             fut = start(payload)
         except Exception as exc:
-            self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
+            self._fail(call_id, exc)
             return
         fut.add_done_callback(lambda f: self._finish(call_id, finish, f))
 
@@ -210,9 +210,12 @@ class Link(asyncio.BufferedProtocol):
         try:
             result = finish(fut.result())  # raises the future's exception, or CancelledError
         except BaseException as exc:
-            self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
+            self._fail(call_id, exc)
         else:
             self._send((_OK, call_id, result, None))
+
+    def _fail(self, call_id: int, exc: BaseException) -> None:
+        self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
 
     async def _answer(self, call_id: int, kind: str, payload: Any) -> None:
         try:
@@ -220,6 +223,6 @@ class Link(asyncio.BufferedProtocol):
                 raise LookupError(f"this end answers no calls (asked {kind!r})")
             result = await self._handler(kind, payload)
         except Exception as exc:
-            self._send((_ERR, call_id, (type(exc).__name__, str(exc)), None))
+            self._fail(call_id, exc)
         else:
             self._send((_OK, call_id, result, None))

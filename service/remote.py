@@ -88,6 +88,14 @@ def local_error(exc: Exception, model: str) -> Exception:
     return exc
 
 
+async def _ask(link: Link, model: str, kind: str, payload: Any = None) -> Any:
+    """The device process's answer to one call, its errors as this process's own (``local_error``)."""
+    try:
+        return await link.call(kind, payload)
+    except Exception as exc:
+        raise local_error(exc, model) from None
+
+
 class RemoteRuntime:
     """Stands where DataPlane keeps its Runtime: the card's fields, readiness from the device
     process's flag, output shapes asked once per input shapes."""
@@ -112,19 +120,15 @@ class RemoteRuntime:
         key = tuple(shapes)
         out = self._shapes.get(key)
         if out is None:
-            try:
-                out = await self.link.call("shapes", shapes)
-            except Exception as exc:
-                raise local_error(exc, self.spec.name) from None
-            self._shapes.put(key, out)
+            out = self._shapes.put(key, await _ask(self.link, self.spec.name, "shapes", shapes))
         return out
 
     async def metrics(self) -> bytes:
         """The device process's series (batching, inference time, parity) in Prometheus' text format."""
-        try:
-            return await self.link.call("metrics")
-        except Exception as exc:
-            raise local_error(exc, self.spec.name) from None
+        return await _ask(self.link, self.spec.name, "metrics")
+
+    def close(self) -> None:
+        self.link.close()
 
 
 class RemoteBatcher:
@@ -140,14 +144,11 @@ class RemoteBatcher:
 
     async def submit(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> tuple[list[torch.Tensor], float]:
         """As Batcher.submit; the deadline is kept by the device process, which answers 504 on it."""
-        try:
-            outputs, seconds = await self.link.call("infer", ([pack(t) for t in inputs], timeout_s))
-        except Exception as exc:
-            raise local_error(exc, self.model) from None
+        outputs, seconds = await _ask(self.link, self.model, "infer", ([pack(t) for t in inputs], timeout_s))
         return [unpack(o) for o in outputs], seconds
 
     def close(self) -> None:
-        self.link.close()
+        """Nothing is queued here: the device process's batcher holds the requests (the link is the runtime's)."""
 
 
 class RemoteHealth:
@@ -158,10 +159,7 @@ class RemoteHealth:
         self.model = model
 
     async def run(self) -> dict[str, Any]:
-        try:
-            return await self.link.call("health")
-        except Exception as exc:
-            raise local_error(exc, self.model) from None
+        return await _ask(self.link, self.model, "health")
 
 
 async def connect(sock, flags) -> tuple[RemoteRuntime, RemoteBatcher, RemoteHealth]:
