@@ -286,6 +286,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
             "server_cpu_ms_per_request": cpu * 1e3 / ok if ok else None,
             # per server process (pid order) and per client process: which one ran out of CPU first
             "server_cpu_ms_per_request_by_process": [round(c * 1e3 / ok, 4) for c in by_process.values()] if ok else None,
+            "server_cpu_busy_by_process": [round(c / elapsed, 3) for c in by_process.values()],
             "client_cpu_busy": [round(p["cpu"] / elapsed, 3) for p in parts],
             "seconds": elapsed, "client_procs": procs}
 
@@ -386,6 +387,12 @@ def render(res: dict) -> str:
                      f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['compute_ms_median'] or float('nan'):.2f} | "
                      f"{r['mean_batch'] or float('nan'):.1f} | {r.get('server_cpu_ms_per_request') or float('nan'):.3f} "
                      f"| {bad or 0} |")
+    lines.append("")
+    for r in res["runs"]:  # a process near 1.0 busy (one core) is the one that ran out of CPU
+        if r["concurrency"] == max(x["concurrency"] for x in res["runs"]) and r.get("server_cpu_busy_by_process"):
+            lines.append(f"- batching {r['batching']}, {r['protocol']}, concurrency {r['concurrency']}: busy fraction of "
+                         f"each server process (start order) {r['server_cpu_busy_by_process']}, of each client "
+                         f"process {r['client_cpu_busy']}")
     on = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "on"}
     off = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "off"}
     lines.append("")

@@ -2,7 +2,7 @@
 # The load test of two versions of service/ in one call on the GPU machine, interleaved, so that a
 # change is measured against its base on the same host (hosts differ by a third in CPU speed).
 # Here: git archive <base-rev> service > .whl/base-service.tar   (.whl travels with `carry`)
-# There: bash bench/load_ab.sh [rounds]   -> $OUT/ab/{before,after}-<round>/load.{md,json}, a summary last.
+# There: [CONVT_CLIENT_PROCS=N] [CONVT_LOAD_ARGS=...] bash bench/load_ab.sh [rounds]   -> $OUT/ab/{before,after}-<round>/load.{md,json}, a summary last.
 # Everything but service/ (kernels, models, the load generator) is this tree's in both.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -20,8 +20,8 @@ PYTHONPATH="$PWD:${PYTHONPATH:-}" python3 -m kernels build | tail -n 3  # one bu
 for r in $(seq 1 "$ROUNDS"); do
   for side in after before; do
     dir=$PWD; [ "$side" = before ] && dir=$BASE
-    (cd "$dir" && PYTHONPATH="$dir:${PYTHONPATH:-}" python3 -m bench.load --device cuda --client-procs 4 \
+    (cd "$dir" && PYTHONPATH="$dir:${PYTHONPATH:-}" python3 -m bench.load --device cuda --client-procs ${CONVT_CLIENT_PROCS:-4} \
       --out "$OUT/ab/$side-$r" $ARGS > "$OUT/ab/$side-$r.log" 2>&1)
-    echo "== $side, round $r"; grep -E "^\| (on|off) |decode\+encode|blocking" "$OUT/ab/$side-$r/load.md"
+    echo "== $side, round $r"; grep -E "^\| (on|off) |decode\+encode|blocking|busy fraction" "$OUT/ab/$side-$r/load.md"
   done
 done

@@ -16,14 +16,16 @@ from typing import Any, Coroutine
 
 import uvicorn
 
+from . import malloc
 from .settings import Settings
 
 log = logging.getLogger("convt.service")
 
 
 def config(app: Any, settings: Settings) -> uvicorn.Config:
-    # Process-wide, so set where both entry points (the server and each worker) build their config.
+    # Process-wide, so set where every entry point (the server, each worker, the device process) builds its config.
     sys.setswitchinterval(settings.switch_interval_us / 1e6)
+    malloc.keep_request_buffers()
     return uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
                           access_log=settings.access_log, timeout_graceful_shutdown=settings.shutdown_timeout_s)
 

@@ -121,7 +121,7 @@ def serve_frontends(settings: Settings) -> int:
     settings = settings.model_copy(update={"device": device, "host": host, "port": port})
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Array("b", 1, lock=False)  # the device process's parity result, read by every front end
-    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(settings.frontends)]
+    pairs = [_link_pair() for _ in range(settings.frontends)]
     device_proc = ctx.Process(target=_device_main, name="convt-device",
                               args=(settings, [a for a, _ in pairs], ready, os.getpid()))
     device_proc.start()
@@ -139,6 +139,19 @@ def serve_frontends(settings: Settings) -> int:
              settings.frontends, host, port, ", ".join(str(p.pid) for p in procs[1:]))
     return _supervise(procs, ready, settings.shutdown_timeout_s + 2 * STOP_GRACE_SECONDS,
                       ["the device process"] + [f"front end {i}" for i in range(settings.frontends)])
+
+
+# Bytes a link's sender may have in flight. The default (~208 KiB) splits a 1 MiB tensor into five
+# writes, each waiting for the other process to read; the kernel caps the request at net.core.wmem_max.
+LINK_BUFFER_BYTES = 4 << 20
+
+
+def _link_pair() -> tuple[socket.socket, socket.socket]:
+    pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for s in pair:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, LINK_BUFFER_BYTES)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, LINK_BUFFER_BYTES)
+    return pair
 
 
 def _device_main(settings: Settings, socks: list[socket.socket], ready, parent: int) -> None:
