@@ -231,14 +231,22 @@ def cpu_by_process(pid: int | None) -> dict[int, float]:
     """User + system CPU seconds so far of each process of a server (all threads), by pid, in start
     order: the parent, then with --workers or --frontends multiprocessing's resource tracker and the
     spawned processes (the device process before the front ends)."""
-    out = {}
-    for p in _process_tree(pid) if pid is not None else ():
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[p] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return out
+    return {p: c for p in (_process_tree(pid) if pid is not None else ()) if (c := _cpu(f"/proc/{p}/stat")) is not None}
+
+
+def loop_cpu_by_process(pid: int | None) -> dict[int, float]:
+    """The same for each process's main thread alone, which runs its event loop: a process's total also
+    counts its other threads (the device thread, whose CUDA synchronize spins while the GPU works)."""
+    return {p: c for p in (_process_tree(pid) if pid is not None else ())
+            if (c := _cpu(f"/proc/{p}/task/{p}/stat")) is not None}
+
+
+def _cpu(stat: str) -> float | None:
+    try:
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def metrics_totals(url: str, model: str) -> dict[str, float]:
@@ -257,7 +265,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
     procs = max(1, min(procs, concurrency))
     shares = [concurrency // procs + (i < concurrency % procs) for i in range(procs)]
     totals = [None if total is None else -(-total * s // concurrency) for s in shares]
-    before, cpu0 = metrics_totals(url, model), cpu_by_process(pid)
+    before, cpu0, loop0 = metrics_totals(url, model), cpu_by_process(pid), loop_cpu_by_process(pid)
     start_at = time.monotonic() + (0.5 if procs > 1 else 0.0)  # time for the processes to start
     if procs == 1:
         parts = [_client_process(url, requests, 0, 1, concurrency, start_at, seconds, total)]
@@ -266,7 +274,8 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
         with ctx.Pool(procs) as pool:
             parts = pool.starmap(_client_process, [(url, requests, i, procs, shares[i], start_at, seconds, totals[i])
                                                    for i in range(procs)])
-    cpu1 = cpu_by_process(pid)
+    cpu1, loop1 = cpu_by_process(pid), loop_cpu_by_process(pid)
+    loops = [loop1[p] - loop0[p] for p in sorted(loop1) if p in loop0]
     by_process = {p: cpu1[p] - cpu0[p] for p in sorted(cpu1) if p in cpu0}
     cpu = sum(by_process.values()) if pid is not None else float("nan")
     after = metrics_totals(url, model)
@@ -287,6 +296,7 @@ def drive(url: str, model: str, requests: list[bytes], concurrency: int, seconds
             # per server process (pid order) and per client process: which one ran out of CPU first
             "server_cpu_ms_per_request_by_process": [round(c * 1e3 / ok, 4) for c in by_process.values()] if ok else None,
             "server_cpu_busy_by_process": [round(c / elapsed, 3) for c in by_process.values()],
+            "server_loop_busy_by_process": [round(c / elapsed, 3) for c in loops],
             "client_cpu_busy": [round(p["cpu"] / elapsed, 3) for p in parts],
             "seconds": elapsed, "client_procs": procs}
 
@@ -391,8 +401,8 @@ def render(res: dict) -> str:
     for r in res["runs"]:  # a process near 1.0 busy (one core) is the one that ran out of CPU
         if r["concurrency"] == max(x["concurrency"] for x in res["runs"]) and r.get("server_cpu_busy_by_process"):
             lines.append(f"- batching {r['batching']}, {r['protocol']}, concurrency {r['concurrency']}: busy fraction of "
-                         f"each server process (start order) {r['server_cpu_busy_by_process']}, of each client "
-                         f"process {r['client_cpu_busy']}")
+                         f"each server process (start order) {r['server_cpu_busy_by_process']}, of its event-loop "
+                         f"thread {r.get('server_loop_busy_by_process')}, of each client process {r['client_cpu_busy']}")
     on = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "on"}
     off = {(r["protocol"], r["concurrency"]): r["throughput_rps"] for r in res["runs"] if r["batching"] == "off"}
     lines.append("")

@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None, group: WorkerGroup | None = Non
     """``link``: this process is a front end of ``--frontends``, and the socket reaches the device process."""
     settings = settings or Settings()
     group = group or WorkerGroup()
-    metrics = Metrics(device=link is None)
+    metrics = Metrics(device=link is None, frontend=link is not None)
     plane = DataPlane(settings, metrics, group, link)
 
     @asynccontextmanager

@@ -43,7 +43,7 @@ class _Pending:
     arrived: float = field(default_factory=time.perf_counter)
 
 
-def _key(inputs: list[torch.Tensor]) -> tuple | None:
+def batch_key(inputs: list[torch.Tensor]) -> tuple | None:
     """What must agree for two requests to share a batch; None if this one cannot batch."""
     if not inputs or any(t.dim() == 0 for t in inputs) or len({t.shape[0] for t in inputs}) != 1:
         return None
@@ -115,7 +115,7 @@ class Batcher:
             self.metrics.rejected.labels(self.runtime.spec.name).inc()
             raise QueueFull(f"{len(self._queue)} requests are already waiting (--max-queue-size "
                             f"{self.max_queue_size}); retry shortly")
-        key = _key(inputs)
+        key = batch_key(inputs)
         rows = inputs[0].shape[0] if key is not None else 0
         p = _Pending(inputs, rows, key if key is not None else ("alone", id(inputs)),
                      asyncio.get_running_loop().create_future())

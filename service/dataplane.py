@@ -72,7 +72,8 @@ class DataPlane:
         import asyncio
 
         if self.link is not None:
-            self.runtime, self.batcher, self.health = await remote.connect(self.link, self.group.flags)
+            self.runtime, self.batcher, self.health = await remote.connect(
+                self.link, self.group.flags, self.settings.max_batch_size, self.metrics.frontend_calls)
             self.metrics.describe_worker(self.group, self.runtime.device)
             log.info("front end %d: model %s served by the device process on %s", self.group.index,
                      self.runtime.spec.name, self.runtime.device)

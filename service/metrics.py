@@ -19,10 +19,11 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 class Metrics:
     """``http``: requests and latency by endpoint, and which worker answers; ``device``: batching,
     inference time, parity and readiness. A process that serves its own model keeps both; with
-    ``--frontends`` each front end keeps the first and the device process the second, and a front
-    end's /metrics appends the device process's (the two sets share no name)."""
+    ``--frontends`` each front end keeps the first (and ``frontend``: how it groups its calls to the
+    device process) and the device process the second, and a front end's /metrics appends the device
+    process's (the two sets share no name)."""
 
-    def __init__(self, http: bool = True, device: bool = True) -> None:
+    def __init__(self, http: bool = True, device: bool = True, frontend: bool = False) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = self.latency = self.worker = self.workers_ready = None
@@ -37,6 +38,12 @@ class Metrics:
                                 ["worker", "workers", "device", "pid"], registry=r)
             self.workers_ready = Gauge("convt_workers_ready", "Workers of this server whose last parity check "
                                                               "passed", registry=r)
+        self.frontend_calls = None
+        if frontend:
+            self.frontend_calls = Histogram("convt_frontend_requests_per_call",
+                                            "Requests this front end sent to the device process in one call "
+                                            "(--frontends: a turn's requests that could share a batch go together)",
+                                            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
         if device:
             self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
                                        ["model"], buckets=LATENCY_BUCKETS, registry=r)

@@ -9,6 +9,7 @@ same service error, so a front end answers exactly as a single process would.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import logging
@@ -21,6 +22,7 @@ import torch
 import models
 
 from . import errors
+from .batcher import batch_key
 from .bounded import Bounded
 from .link import Link, LinkClosed, RemoteError
 
@@ -131,12 +133,35 @@ class RemoteRuntime:
         self.link.close()
 
 
-class RemoteBatcher:
-    """Stands where DataPlane keeps its Batcher: the device process batches what every front end sends."""
+# Errors that are about the queue or the device process, not the inputs: a group that gets one gives it to
+# every member. Any other (out of memory, a model's error) sends the members again one by one, so only the
+# request that caused it fails, as the device process's own batcher does within a batch.
+_GROUP_WIDE = (errors.QueueFull, errors.RequestTimeout, errors.ModelNotReady, errors.ClientClosedRequest)
 
-    def __init__(self, link: Link, model: str):
+
+@dataclass
+class _Request:
+    inputs: list[torch.Tensor]
+    timeout_s: float
+    future: asyncio.Future
+    rows: int = 0
+
+
+class RemoteBatcher:
+    """Stands where DataPlane keeps its Batcher: the device process batches what every front end sends.
+
+    The requests this front end decodes in one turn of its event loop that could share a batch go in one
+    call, concatenated along the batch dimension and split back here. The device process's work is per
+    call (a frame each way, a queue entry, a future, a deadline) and it is the one process every front end
+    shares, so this is where its requests per second come from; the forward and every answer are the
+    same as one call per request, since the device process would have concatenated them the same way."""
+
+    def __init__(self, link: Link, model: str, max_rows: int, calls=None):
         self.link = link
         self.model = model
+        self.max_rows = max_rows  # 1: every request its own call (batching is off, or the model cannot batch)
+        self._calls = calls  # a histogram of requests per call (metrics.frontend_calls), or None
+        self._turn: list[_Request] = []
 
     def arriving(self):
         # The device process cannot see a request being read here; it batches what has reached it.
@@ -144,8 +169,67 @@ class RemoteBatcher:
 
     async def submit(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> tuple[list[torch.Tensor], float]:
         """As Batcher.submit; the deadline is kept by the device process, which answers 504 on it."""
-        outputs, seconds = await _ask(self.link, self.model, "infer", ([pack(t) for t in inputs], timeout_s))
-        return [unpack(o) for o in outputs], seconds
+        loop = asyncio.get_running_loop()
+        if not self._turn:
+            loop.call_soon(self._send_turn)  # after every handler this turn has resumed
+        request = _Request(inputs, timeout_s, loop.create_future())
+        self._turn.append(request)
+        return await request.future
+
+    def _send_turn(self) -> None:
+        turn, self._turn = self._turn, []
+        groups: dict[tuple, tuple[list[_Request], list[int]]] = {}  # key -> (members, [rows])
+        for r in turn:
+            if r.future.done():  # its handler was cancelled before the turn ended
+                continue
+            key = batch_key(r.inputs) if self.max_rows > 1 else None
+            if key is None:
+                self._send([r])
+                continue
+            r.rows = r.inputs[0].shape[0]
+            members, rows = groups.setdefault((key, r.timeout_s), ([], [0]))
+            if members and rows[0] + r.rows > self.max_rows:
+                self._send(members)
+                members, rows = groups[(key, r.timeout_s)] = ([], [0])
+            members.append(r)
+            rows[0] += r.rows
+        for members, _ in groups.values():
+            self._send(members)
+
+    def _send(self, group: list[_Request]) -> None:
+        if self._calls is not None:
+            self._calls.observe(len(group))
+        try:
+            inputs = group[0].inputs if len(group) == 1 else [torch.cat(p) for p in zip(*(r.inputs for r in group))]
+            call = self.link.call("infer", ([pack(t) for t in inputs], group[0].timeout_s))
+        except Exception as exc:  # a callback of the loop: nothing above it would answer the handlers
+            self._fail(group, exc)
+            return
+        call.add_done_callback(lambda done: self._answer(group, done))
+
+    def _answer(self, group: list[_Request], done: asyncio.Future) -> None:
+        try:
+            outputs, seconds = done.result()
+            outputs = [unpack(o) for o in outputs]
+            parts = [outputs] if len(group) == 1 else list(zip(*(o.split([r.rows for r in group]) for o in outputs)))
+        except Exception as exc:
+            err = local_error(exc, self.model)
+            if len(group) > 1 and not isinstance(err, _GROUP_WIDE):
+                for r in group:  # one member may be what failed: alone, only it fails
+                    if not r.future.done():
+                        self._send([r])
+                return
+            self._fail(group, err)
+            return
+        for r, mine in zip(group, parts):
+            if not r.future.done():  # its handler may have gone (cancelled)
+                r.future.set_result((list(mine), seconds))
+
+    @staticmethod
+    def _fail(group: list[_Request], exc: BaseException) -> None:
+        for r in group:
+            if not r.future.done():
+                r.future.set_exception(exc)
 
     def close(self) -> None:
         """Nothing is queued here: the device process's batcher holds the requests (the link is the runtime's)."""
@@ -162,9 +246,10 @@ class RemoteHealth:
         return await _ask(self.link, self.model, "health")
 
 
-async def connect(sock, flags) -> tuple[RemoteRuntime, RemoteBatcher, RemoteHealth]:
+async def connect(sock, flags, max_batch_size: int, calls=None) -> tuple[RemoteRuntime, RemoteBatcher, RemoteHealth]:
     """Opens the link and waits for the device process's card (it sends it once its model has loaded
-    and passed or failed parity); raises StartupError when the device process could not start."""
+    and passed or failed parity); raises StartupError when the device process could not start. ``calls``:
+    the histogram of requests per call to the device process (RemoteBatcher)."""
     from .runtime import StartupError
 
     link = await Link.open(sock, on_lost=lambda exc: log.error("the link to the device process is lost (%s)", exc))
@@ -175,4 +260,6 @@ async def connect(sock, flags) -> tuple[RemoteRuntime, RemoteBatcher, RemoteHeal
         raise StartupError(f"the device process did not start: {exc.message}") from None
     except LinkClosed:
         raise StartupError("the device process stopped before its model was loaded") from None
-    return RemoteRuntime(card, link, flags), RemoteBatcher(link, card.name), RemoteHealth(link, card.name)
+    batchable = all(t.shape and t.shape[0] == -1 for t in card.inputs + card.outputs)  # as Batcher decides
+    batcher = RemoteBatcher(link, card.name, max_batch_size if batchable else 1, calls)
+    return RemoteRuntime(card, link, flags), batcher, RemoteHealth(link, card.name)

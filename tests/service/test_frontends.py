@@ -130,7 +130,8 @@ def test_requests_batch_across_front_ends(server):
 def test_metrics_hold_the_front_end_and_the_device_process(server):
     httpx.post(server.url + INFER, json=BAD[0][1], timeout=60)
     text = httpx.get(server.url + "/metrics", timeout=30).text
-    for series in ("convt_requests_total", "convt_worker_info", "convt_batch_size_count", "convt_parity_passed",
+    for series in ("convt_requests_total", "convt_worker_info", "convt_frontend_requests_per_call_count",
+                   "convt_batch_size_count", "convt_parity_passed",
                    "convt_inference_seconds_count", "convt_queue_depth", "convt_model_ready"):
         assert series in text, series
     types = re.findall(r"^# TYPE (\S+)", text, flags=re.M)
