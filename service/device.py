@@ -19,7 +19,7 @@ import os
 import signal
 from typing import Any
 
-from . import serving
+from . import serving, shared
 from .dataplane import DataPlane
 from .errors import ModelNotReady, ServiceError
 from .group import WorkerGroup
@@ -27,6 +27,7 @@ from .link import Link
 from .metrics import Metrics
 from .remote import ModelCard, pack, unpack
 from .settings import Settings
+from .shared import DeviceSlots
 
 log = logging.getLogger("convt.device")
 
@@ -55,19 +56,25 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
             return metrics.render()[0]
         raise LookupError(f"the device process answers no {kind!r} calls")
 
-    def infer(payload: Any) -> asyncio.Future:
-        if not started.done() or started.exception() is not None:  # front ends infer only after their hello
-            raise ModelNotReady("the device process has not started its model")
-        inputs, timeout_s = payload
-        fut = plane.batcher.enqueue([unpack(i) for i in inputs], timeout_s)
-        fut.add_done_callback(_log_unexpected)
-        return fut
+    def infer_for(slots: DeviceSlots | None):
+        def infer(payload: Any) -> asyncio.Future:
+            if not started.done() or started.exception() is not None:  # front ends infer only after their hello
+                raise ModelNotReady("the device process has not started its model")
+            inputs, timeout_s = payload
+            fut = plane.batcher.enqueue([unpack(i, slots) for i in inputs], timeout_s)
+            fut.add_done_callback(_log_unexpected)
+            return fut
+        return infer
 
     def answer(result: tuple) -> tuple:
         outputs, seconds = result
         return [pack(o) for o in outputs], seconds
 
-    links = [await Link.open(sock, handle, immediate={"infer": (infer, answer)}) for sock in socks]
+    links, slots = [], []
+    for sock in socks:
+        segment = shared.receive(sock)  # before the link reads the socket: the parent's first message
+        slots.append(DeviceSlots(segment) if segment is not None else None)
+        links.append(await Link.open(sock, handle, immediate={"infer": (infer_for(slots[-1]), answer)}))
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, log.info, "%s: serving until the front ends have drained",
                                 signal.Signals(signum).name)
@@ -79,6 +86,10 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
         await _until_closed(links, parent, STARTUP_FAILED_LINGER_S)
         plane.close()
         return EXIT_STARTUP_FAILED
+    if plane.runtime.device.type == "cuda":
+        for s in slots:
+            if s is not None:
+                s.pin()
     serving.settle_heap()
     started.set_result(None)
     log.info("device process serving %d front ends", len(links))

@@ -21,10 +21,11 @@ import torch
 
 import models
 
-from . import errors
+from . import errors, shared
 from .batcher import batch_key
 from .bounded import Bounded
 from .link import Link, LinkClosed, RemoteError
+from .shared import DeviceSlots, FrontSlots
 
 log = logging.getLogger("convt.remote")
 
@@ -53,15 +54,22 @@ class ModelCard:
                    str(runtime.device), runtime.dtype, runtime.layers)
 
 
-def pack(t: torch.Tensor) -> tuple[bool, np.ndarray]:
-    """A tensor as it crosses the link: numpy has no bfloat16, so its bits go as int16."""
+def pack(t: torch.Tensor, slots: FrontSlots | None = None) -> tuple:
+    """A tensor as it crosses the link: its place in the shared segment when it lies there (a large body,
+    service/shared.py), else its bytes as a numpy array; numpy has no bfloat16, so those go as int16."""
     t = t.contiguous()
+    if slots is not None and (offset := slots.where(t)) is not None:
+        return offset, t.numel() * t.element_size(), t.dtype, tuple(t.shape)
     if t.dtype == torch.bfloat16:
         return True, t.view(torch.int16).numpy()
     return False, t.numpy()
 
 
-def unpack(item: tuple[bool, np.ndarray]) -> torch.Tensor:
+def unpack(item: tuple, slots: DeviceSlots | None = None) -> torch.Tensor:
+    if len(item) == 4:
+        if slots is None:
+            raise RuntimeError("a tensor in shared memory on a link that has none")
+        return slots.tensor(*item)
     bf16, array = item
     t = torch.from_numpy(array)
     return t.view(torch.bfloat16) if bf16 else t
@@ -102,8 +110,9 @@ class RemoteRuntime:
     """Stands where DataPlane keeps its Runtime: the card's fields, readiness from the device
     process's flag, output shapes asked once per input shapes."""
 
-    def __init__(self, card: ModelCard, link: Link, flags):
+    def __init__(self, card: ModelCard, link: Link, flags, slots: FrontSlots | None = None):
         self.spec = card
+        self.slots = slots
         self.device = card.device
         self.dtype = card.dtype
         self.layers = card.layers
@@ -116,7 +125,9 @@ class RemoteRuntime:
         return self.link.transport is not None and bool(self._flags[0])
 
     def host_buffer(self, nbytes: int) -> np.ndarray:
-        return np.empty(nbytes, dtype=np.uint8)  # pinned memory is the device process's business
+        """A large body's buffer in shared memory, where the device process reads it (service/shared.py)."""
+        buf = self.slots.take(nbytes) if self.slots is not None else None
+        return buf if buf is not None else np.empty(nbytes, dtype=np.uint8)
 
     async def out_shapes(self, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
         key = tuple(shapes)
@@ -156,8 +167,9 @@ class RemoteBatcher:
     shares, so this is where its requests per second come from; the forward and every answer are the
     same as one call per request, since the device process would have concatenated them the same way."""
 
-    def __init__(self, link: Link, model: str, max_rows: int, calls=None):
+    def __init__(self, link: Link, model: str, max_rows: int, calls=None, slots: FrontSlots | None = None):
         self.link = link
+        self.slots = slots
         self.model = model
         self.max_rows = max_rows  # 1: every request its own call (batching is off, or the model cannot batch)
         self._calls = calls  # a histogram of requests per call (metrics.frontend_calls), or None
@@ -201,7 +213,7 @@ class RemoteBatcher:
             self._calls.observe(len(group))
         try:
             inputs = group[0].inputs if len(group) == 1 else [torch.cat(p) for p in zip(*(r.inputs for r in group))]
-            call = self.link.call("infer", ([pack(t) for t in inputs], group[0].timeout_s))
+            call = self.link.call("infer", ([pack(t, self.slots) for t in inputs], group[0].timeout_s))
         except Exception as exc:  # a callback of the loop: nothing above it would answer the handlers
             self._fail(group, exc)
             return
@@ -252,6 +264,8 @@ async def connect(sock, flags, max_batch_size: int, calls=None) -> tuple[RemoteR
     the histogram of requests per call to the device process (RemoteBatcher)."""
     from .runtime import StartupError
 
+    segment = shared.receive(sock)  # before the link reads the socket: the parent's first message
+    slots = FrontSlots(segment) if segment is not None else None
     link = await Link.open(sock, on_lost=lambda exc: log.error("the link to the device process is lost (%s)", exc))
     try:
         card = await link.call("hello")
@@ -261,5 +275,5 @@ async def connect(sock, flags, max_batch_size: int, calls=None) -> tuple[RemoteR
     except LinkClosed:
         raise StartupError("the device process stopped before its model was loaded") from None
     batchable = all(t.shape and t.shape[0] == -1 for t in card.inputs + card.outputs)  # as Batcher decides
-    batcher = RemoteBatcher(link, card.name, max_batch_size if batchable else 1, calls)
-    return RemoteRuntime(card, link, flags), batcher, RemoteHealth(link, card.name)
+    batcher = RemoteBatcher(link, card.name, max_batch_size if batchable else 1, calls, slots)
+    return RemoteRuntime(card, link, flags, slots), batcher, RemoteHealth(link, card.name)

@@ -24,6 +24,7 @@ import sys
 import time
 from multiprocessing.connection import wait
 
+from . import shared
 from .group import WorkerGroup
 from .settings import Settings
 
@@ -151,6 +152,7 @@ def _link_pair() -> tuple[socket.socket, socket.socket]:
     for s in pair:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, LINK_BUFFER_BYTES)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, LINK_BUFFER_BYTES)
+    shared.hand_over(pair)  # the segment for large bodies, the first message each end reads
     return pair
 
 

@@ -72,20 +72,30 @@ def test_one_turns_requests_go_in_one_call(device_process):
             extra = torch.randn(1, 4, 5, 5, generator=gen)  # 9 rows with the first five: two calls
             more = await asyncio.gather(*(batcher.submit([x]) for x in same + [extra]))
             after_second = calls(metrics)
+            # a large body read into shared memory (service/shared.py): the device process reads it in place
+            big = torch.randn(700, 4, 5, 5, generator=gen)
+            buf = runtime.host_buffer(big.numel() * 4)
+            assert runtime.slots is not None and runtime.slots.where(torch.from_numpy(buf)) is not None
+            shared_in = torch.from_numpy(buf).view(torch.float32).reshape(big.shape)
+            shared_in.copy_(big)
+            big_out = await batcher.submit([shared_in])
+            del buf, shared_in
+            after_big = calls(metrics)
             mixed = await asyncio.gather(*(batcher.submit([x]) for x in same[:2] + [poison] + same[2:4]),  # 8 rows
                                          return_exceptions=True)
-            return answers, more, mixed, after_first, after_second, calls(metrics)
+            return answers, more, mixed, after_first, after_big, calls(metrics), big, big_out
         finally:
             runtime.close()
 
-    answers, more, mixed, first, second, third = asyncio.run(scenario())
+    answers, more, mixed, first, second, third, big, (big_out, _) = asyncio.run(scenario())
+    torch.testing.assert_close(big_out[0], reference(big), rtol=1e-5, atol=1e-5)
     for x, (outputs, seconds) in zip(same + [other], answers):
         assert seconds > 0
         torch.testing.assert_close(outputs[0], reference(x), rtol=1e-5, atol=1e-5)
     assert first == (2, 6), first  # the five of one shape together, the other alone
     for x, (outputs, _) in zip(same, more):
         torch.testing.assert_close(outputs[0], reference(x), rtol=1e-5, atol=1e-5)
-    assert second[0] - first[0] == 2 and second[1] - first[1] == 6, second
+    assert second[0] - first[0] == 2 + 1 and second[1] - first[1] == 6 + 1, second
     assert isinstance(mixed[2], ValueError) and "poisoned" in str(mixed[2])
     for x, got in zip(same[:4], mixed[:2] + mixed[3:]):
         torch.testing.assert_close(got[0][0], reference(x), rtol=1e-5, atol=1e-5)
