@@ -47,6 +47,11 @@ def test_answers_equal_a_single_process(server, dcgan_server):
     want = httpx.post(dcgan_server.url + INFER, content=body, headers=headers, timeout=120)
     assert got.status_code == want.status_code == 200, got.text
     np.testing.assert_array_equal(output_of(got), output_of(want))
+    # a body over shared.SHARE_MIN: read into shared memory, read in place by the device process
+    large, headers = binary_request(torch.randn(660, 100, 1, 1, generator=gen))
+    got, want = (httpx.post(u + INFER, content=large, headers=headers, timeout=300) for u in (server.url, dcgan_server.url))
+    assert len(large) > 256 << 10 and got.status_code == want.status_code == 200, got.text
+    np.testing.assert_array_equal(output_of(got), output_of(want))
     as_json = {"id": "j1", "inputs": [{"name": "latent", "shape": [1, 100, 1, 1], "datatype": "FP32",
                                        "data": x[0].flatten().tolist()}]}
     got, want = (httpx.post(u + INFER, json=as_json, timeout=120) for u in (server.url, dcgan_server.url))
