@@ -16,13 +16,12 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import socket
 import time
 from pathlib import Path
 
 import torch
 
-from service import workers
+from service import shared, workers
 from service.link import Link
 from service.remote import pack
 from service.settings import Settings
@@ -34,6 +33,8 @@ def _cpu(pid: int) -> float:
 
 
 async def _drive(socks, concurrency: int, seconds: float, pid: int, shape) -> dict:
+    for s in socks:
+        shared.receive(s)  # the parent's first message; this driver sends its tensors over the socket
     links = [await Link.open(s) for s in socks]
     await asyncio.gather(*(link.call("hello") for link in links))
     inputs = [[pack(torch.randn(*shape))] for _ in range(64)]
@@ -66,7 +67,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     a = ap.parse_args()
     settings = Settings(model=a.model, device=a.device, log_level="warning", frontends=a.links)
-    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(a.links)]
+    pairs = [workers._link_pair() for _ in range(a.links)]  # as the server makes them, shared memory included
     ready = multiprocessing.get_context("spawn").Array("b", 1, lock=False)
     proc = multiprocessing.get_context("spawn").Process(
         target=workers._device_main, args=(settings, [p[0] for p in pairs], ready, os.getpid()))
