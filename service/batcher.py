@@ -43,6 +43,12 @@ class _Pending:
     arrived: float = field(default_factory=time.perf_counter)
 
 
+def can_batch(inputs: list, outputs: list) -> bool:
+    """Concatenating requests is only sound when every input and output (TensorSpecs) has a free batch
+    dimension."""
+    return all(s.shape and s.shape[0] == -1 for s in inputs + outputs)
+
+
 def batch_key(inputs: list[torch.Tensor]) -> tuple | None:
     """What must agree for two requests to share a batch; None if this one cannot batch."""
     if not inputs or any(t.dim() == 0 for t in inputs) or len({t.shape[0] for t in inputs}) != 1:
@@ -55,8 +61,7 @@ class Batcher:
                  max_queue_size: int):
         self.runtime = runtime
         self.metrics = metrics
-        # Concatenating is only sound when every input and output has a free batch dimension.
-        batchable = all(s.shape and s.shape[0] == -1 for s in runtime.spec.inputs + runtime.spec.outputs)
+        batchable = can_batch(runtime.spec.inputs, runtime.spec.outputs)
         self.max_batch_size = max_batch_size if batchable else 1
         if max_batch_size > 1 and not batchable:
             log.warning("model %s has a fixed batch dimension: dynamic batching is off", runtime.spec.name)

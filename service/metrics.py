@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # rows per forward, requests per call
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -43,12 +44,12 @@ class Metrics:
             self.frontend_calls = Histogram("convt_frontend_requests_per_call",
                                             "Requests this front end sent to the device process in one call "
                                             "(--frontends: a turn's requests that could share a batch go together)",
-                                            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+                                            buckets=COUNT_BUCKETS, registry=r)
         if device:
             self.inference = Histogram("convt_inference_seconds", "Model forward time on the device (per request)",
                                        ["model"], buckets=LATENCY_BUCKETS, registry=r)
             self.batch_size = Histogram("convt_batch_size", "Rows per forward pass (dynamic batching)", ["model"],
-                                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+                                        buckets=COUNT_BUCKETS, registry=r)
             self.rejected = Counter("convt_queue_rejected", "Requests refused with 429 because the queue was full",
                                     ["model"], registry=r)
             self.queue_depth = Gauge("convt_queue_depth", "Requests waiting for the device", registry=r)

@@ -22,9 +22,10 @@ import torch
 import models
 
 from . import errors, shared
-from .batcher import batch_key
+from .batcher import batch_key, can_batch
 from .bounded import Bounded
 from .link import Link, LinkClosed, RemoteError
+from .runtime import split_rows
 from .shared import DeviceSlots, FrontSlots
 
 log = logging.getLogger("convt.remote")
@@ -223,7 +224,7 @@ class RemoteBatcher:
         try:
             outputs, seconds = done.result()
             outputs = [unpack(o) for o in outputs]
-            parts = [outputs] if len(group) == 1 else list(zip(*(o.split([r.rows for r in group]) for o in outputs)))
+            parts = [outputs] if len(group) == 1 else split_rows(outputs, [r.rows for r in group])
         except Exception as exc:
             err = local_error(exc, self.model)
             if len(group) > 1 and not isinstance(err, _GROUP_WIDE):
@@ -235,7 +236,7 @@ class RemoteBatcher:
             return
         for r, mine in zip(group, parts):
             if not r.future.done():  # its handler may have gone (cancelled)
-                r.future.set_result((list(mine), seconds))
+                r.future.set_result((mine, seconds))
 
     @staticmethod
     def _fail(group: list[_Request], exc: BaseException) -> None:
@@ -274,6 +275,6 @@ async def connect(sock, flags, max_batch_size: int, calls=None) -> tuple[RemoteR
         raise StartupError(f"the device process did not start: {exc.message}") from None
     except LinkClosed:
         raise StartupError("the device process stopped before its model was loaded") from None
-    batchable = all(t.shape and t.shape[0] == -1 for t in card.inputs + card.outputs)  # as Batcher decides
-    batcher = RemoteBatcher(link, card.name, max_batch_size if batchable else 1, calls, slots)
+    batcher = RemoteBatcher(link, card.name, max_batch_size if can_batch(card.inputs, card.outputs) else 1, calls,
+                            slots)
     return RemoteRuntime(card, link, flags, slots), batcher, RemoteHealth(link, card.name)

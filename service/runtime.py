@@ -46,6 +46,12 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
 
 
+def split_rows(outputs: list[torch.Tensor], rows: list[int]) -> list[list[torch.Tensor]]:
+    """A batch's outputs back per request, ``rows[i]`` rows each (views along the batch dimension)."""
+    per_output = [o.split(rows) for o in outputs]
+    return [[parts[i] for parts in per_output] for i in range(len(rows))]
+
+
 def _load_kernels() -> dict[str, Any]:
     log.info("loading the convt kernels (the first start on a machine builds them, which takes minutes)")
     t0 = time.perf_counter()
@@ -176,9 +182,7 @@ class Runtime:
                 torch.cuda.current_stream(self.device).synchronize()
             if len(requests) == 1:
                 return [host], time.perf_counter() - t0
-            sizes = [r[0].shape[0] for r in requests]
-            per_output = [o.split(sizes) for o in host]
-            return [[parts[i] for parts in per_output] for i in range(len(requests))], time.perf_counter() - t0
+            return split_rows(host, [r[0].shape[0] for r in requests]), time.perf_counter() - t0
         except Exception as exc:
             if not _is_oom(exc):
                 raise

@@ -103,8 +103,7 @@ class DeviceSlots:
     """The device process's side: tensors over the front end's slots."""
 
     def __init__(self, segment: mmap.mmap):
-        self._segment = segment
-        self._array = np.frombuffer(segment, dtype=np.uint8)
+        self._array = np.frombuffer(segment, dtype=np.uint8)  # holds the mapping for the process's life
 
     def pin(self) -> bool:
         """Registers the segment as pinned memory with CUDA, so copies from it to the GPU are DMAs."""
