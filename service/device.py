@@ -66,15 +66,19 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
             return fut
         return infer
 
-    def answer(result: tuple) -> tuple:
-        outputs, seconds = result
-        return [pack(o) for o in outputs], seconds
+    def answer_for(slots: DeviceSlots | None):
+        def answer(result: tuple) -> tuple:
+            outputs, seconds = result
+            places = slots.put(outputs) if slots is not None else None  # a large answer: the shared segment
+            return (places if places is not None else [pack(o) for o in outputs]), seconds
+        return answer
 
     links, slots = [], []
     for sock in socks:
         segment = shared.receive(sock)  # before the link reads the socket: the parent's first message
         slots.append(DeviceSlots(segment) if segment is not None else None)
-        links.append(await Link.open(sock, handle, immediate={"infer": (infer_for(slots[-1]), answer)}))
+        links.append(await Link.open(sock, handle,
+                                     immediate={"infer": (infer_for(slots[-1]), answer_for(slots[-1]))}))
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, log.info, "%s: serving until the front ends have drained",
                                 signal.Signals(signum).name)

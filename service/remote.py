@@ -76,6 +76,16 @@ def unpack(item: tuple, slots: DeviceSlots | None = None) -> torch.Tensor:
     return t.view(torch.bfloat16) if bf16 else t
 
 
+def unpack_answer(items: list[tuple], slots: FrontSlots | None) -> list[torch.Tensor]:
+    """A front end's side of an answer: over the socket each tensor as ``unpack`` reads it, or all of them
+    in one output slot of the shared segment (``DeviceSlots.put``)."""
+    if items and len(items[0]) == 4:
+        if slots is None:
+            raise RuntimeError("an answer in shared memory on a link that has none")
+        return slots.answer(items)
+    return [unpack(i) for i in items]
+
+
 _ERRORS = {cls.__name__: cls for cls in vars(errors).values()
            if isinstance(cls, type) and issubclass(cls, errors.ServiceError)}
 _ERRORS["ShapeError"] = models.ShapeError
@@ -223,7 +233,7 @@ class RemoteBatcher:
     def _answer(self, group: list[_Request], done: asyncio.Future) -> None:
         try:
             outputs, seconds = done.result()
-            outputs = [unpack(o) for o in outputs]
+            outputs = unpack_answer(outputs, self.slots)
             parts = [outputs] if len(group) == 1 else split_rows(outputs, [r.rows for r in group])
         except Exception as exc:
             err = local_error(exc, self.model)

@@ -11,7 +11,14 @@ A slot goes back to its front end's free list when the last view of it there is 
 decoded tensor): after the answer came back, so the device process, which syncs its stream before it
 answers, has read it. A request the front end stops waiting for (a timeout, a client that left) may
 have its slot reused while the device process still holds it queued: that request's rows are then
-garbage, and nobody reads them. Outputs still cross the socket.
+garbage, and nobody reads them.
+
+Large answers come back the same way through slots of their own (OUT_SLOTS, after the input slots),
+which the device process takes and the front end gives back: one byte per output slot at the end of
+the segment, set by the device process when it writes the answer there, cleared by the front end when
+the last view of that answer is gone (uvicorn may still be sending it after the handler returned). Each
+side makes only its own one transition, so neither needs an atomic read-modify-write; the socket message
+that carries the answer's place orders the device process's writes before the front end's reads.
 
 The parent creates each segment (a memfd, its pages allocated at once with posix_fallocate, so that a
 lack of memory fails here instead of as SIGBUS on a later write) and hands it to both ends of the
@@ -35,7 +42,11 @@ log = logging.getLogger("convt.shared")
 
 SLOT_BYTES = 4 << 20
 SLOTS = 8  # a front end's large requests in flight; more go over the socket
+OUT_SLOTS = 8  # large answers not yet sent on by the front end; more go over the socket
 SHARE_MIN = 256 << 10  # below this the socket costs less than a slot's bookkeeping
+ALIGN = 64  # each output's start in its slot
+_FLAGS_AT = (SLOTS + OUT_SLOTS) * SLOT_BYTES  # one byte per output slot: 1 while the front end holds it
+SEGMENT_BYTES = _FLAGS_AT + 4096
 _HELLO = b"convt-shared-v1"
 _Slot = ctypes.c_uint8 * SLOT_BYTES  # one ctypes type: a type per body size would be cached forever
 
@@ -46,7 +57,7 @@ def hand_over(pair: tuple[socket.socket, socket.socket]) -> None:
     try:
         fd = os.memfd_create("convt-link", os.MFD_CLOEXEC)
         fds.append(fd)
-        os.posix_fallocate(fd, 0, SLOTS * SLOT_BYTES)
+        os.posix_fallocate(fd, 0, SEGMENT_BYTES)
     except (OSError, AttributeError) as exc:
         log.warning("no shared memory for a front end's large requests (%s): they go over its socket", exc)
         for fd in fds:
@@ -80,7 +91,8 @@ class FrontSlots:
         self._segment = segment
         self._base = ctypes.addressof(ctypes.c_uint8.from_buffer(segment))
         self._size = len(segment)
-        self._free = list(range(self._size // SLOT_BYTES))
+        self._free = list(range(SLOTS))
+        self._held = np.frombuffer(segment, dtype=np.uint8, count=OUT_SLOTS, offset=_FLAGS_AT)
 
     def take(self, nbytes: int) -> np.ndarray | None:
         """A uint8 array of ``nbytes`` in a free slot, or None (too small, too large, none free)."""
@@ -92,11 +104,31 @@ class FrontSlots:
         return np.frombuffer(slot, dtype=np.uint8)[:nbytes]
 
     def where(self, t: torch.Tensor) -> int | None:
-        """The offset of ``t``'s bytes in the segment when all of them lie there, contiguous; else None."""
+        """The offset of ``t``'s bytes in the input slots when all of them lie there, contiguous; else None."""
         if not t.is_contiguous():
             return None
         start = t.data_ptr() - self._base
-        return start if 0 <= start and start + t.numel() * t.element_size() <= self._size else None
+        return start if 0 <= start and start + t.numel() * t.element_size() <= SLOTS * SLOT_BYTES else None
+
+    @property
+    def answers_held(self) -> int:
+        """Output slots whose answer still has a view here (a response uvicorn has not sent yet)."""
+        return int(np.count_nonzero(self._held))
+
+    def answer(self, places: list[tuple]) -> list[torch.Tensor]:
+        """The tensors of one answer that the device process wrote in an output slot (``DeviceSlots.put``);
+        the slot is the device process's again once the last view of any of them is gone."""
+        first = places[0][0] // SLOT_BYTES
+        slot = _Slot.from_buffer(self._segment, first * SLOT_BYTES)
+        weakref.finalize(slot, self._held.__setitem__, first - SLOTS, 0)
+        whole = np.frombuffer(slot, dtype=np.uint8)
+        out = []
+        for offset, nbytes, dtype, shape in places:
+            at = offset - first * SLOT_BYTES
+            if not (SLOTS <= first < SLOTS + OUT_SLOTS and 0 <= at and at + nbytes <= SLOT_BYTES):
+                raise RuntimeError(f"an answer's place {offset}+{nbytes} is not in one output slot")
+            out.append(torch.from_numpy(whole[at:at + nbytes]).view(dtype).reshape(shape))
+        return out
 
 
 class DeviceSlots:
@@ -104,6 +136,7 @@ class DeviceSlots:
 
     def __init__(self, segment: mmap.mmap):
         self._array = np.frombuffer(segment, dtype=np.uint8)  # holds the mapping for the process's life
+        self._held = self._array[_FLAGS_AT:_FLAGS_AT + OUT_SLOTS]
 
     def pin(self) -> bool:
         """Registers the segment as pinned memory with CUDA, so copies from it to the GPU are DMAs."""
@@ -116,3 +149,30 @@ class DeviceSlots:
 
     def tensor(self, offset: int, nbytes: int, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.from_numpy(self._array[offset:offset + nbytes]).view(dtype).reshape(shape)
+
+    def put(self, tensors: list[torch.Tensor]) -> list[tuple] | None:
+        """The tensors copied into a free output slot, as their places (offset, nbytes, dtype, shape); None
+        when they are too small or too large together to be worth a slot, or none is free."""
+        sizes = [t.numel() * t.element_size() for t in tensors]
+        starts, total = [], 0
+        for n in sizes:
+            starts.append(total)
+            total += -(-n // ALIGN) * ALIGN
+        if sum(sizes) < SHARE_MIN or total > SLOT_BYTES:
+            return None
+        free = np.flatnonzero(self._held == 0)
+        if len(free) == 0:
+            return None
+        i = int(free[0])
+        self._held[i] = 1
+        base = (SLOTS + i) * SLOT_BYTES
+        places = []
+        try:
+            for t, at, n in zip(tensors, starts, sizes):
+                dst = self._array[base + at:base + at + n]
+                torch.from_numpy(dst).copy_(t.detach().contiguous().reshape(-1).view(torch.uint8))
+                places.append((base + at, n, t.dtype, tuple(t.shape)))
+        except BaseException:
+            self._held[i] = 0  # no answer will name this slot
+            raise
+        return places

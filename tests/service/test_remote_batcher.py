@@ -11,6 +11,7 @@ which turn a request lands in is up to the kernel).
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 
@@ -80,6 +81,11 @@ def test_one_turns_requests_go_in_one_call(device_process):
             shared_in.copy_(big)
             big_out = await batcher.submit([shared_in])
             del buf, shared_in
+            held = runtime.slots.answers_held  # its answer (677 KB) came back through an output slot
+            big_out = ([big_out[0][0].clone()], big_out[1])
+            await asyncio.sleep(0)
+            gc.collect()
+            assert (held, runtime.slots.answers_held) == (1, 0)  # and the slot was given back with its last view
             after_big = calls(metrics)
             mixed = await asyncio.gather(*(batcher.submit([x]) for x in same[:2] + [poison] + same[2:4]),  # 8 rows
                                          return_exceptions=True)

@@ -62,3 +62,37 @@ def test_small_large_and_outside_tensors_are_not_shared(ends):
     body = front.take(1 << 20)
     strided = torch.from_numpy(body).view(torch.float32)[::2]
     assert front.where(strided) is None
+
+
+def test_an_answer_comes_back_through_an_output_slot_held_until_its_last_view_is_gone(ends):
+    front, device = ends
+    gen = torch.Generator().manual_seed(0)
+    outputs = [torch.randn(3, 50, 700, generator=gen), torch.randn(1, 5, generator=gen).bfloat16(),
+               torch.randint(0, 2, (7,), generator=gen).bool(), torch.randn(200, 400, generator=gen).t()]
+    places = device.put(outputs)
+    assert places is not None and all(p[0] % shared.ALIGN == 0 for p in places)
+    got = front.answer(places)
+    assert front.answers_held == 1
+    assert all(a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b) for a, b in zip(got, outputs))
+    keep = got[1][0]  # one view of one of them keeps the slot
+    del got
+    gc.collect()
+    assert front.answers_held == 1 and keep.dtype == torch.bfloat16
+    del keep
+    gc.collect()
+    assert front.answers_held == 0
+
+
+def test_answers_too_small_too_large_or_past_the_free_slots_go_over_the_socket(ends):
+    front, device = ends
+    assert device.put([torch.zeros(shared.SHARE_MIN // 4 - 1)]) is None
+    assert device.put([torch.zeros(shared.SLOT_BYTES // 4 + 1)]) is None
+    assert device.put([]) is None
+    held = [front.answer(device.put([torch.full((shared.SHARE_MIN // 4,), float(i))])) for i in range(shared.OUT_SLOTS)]
+    assert front.answers_held == shared.OUT_SLOTS
+    assert device.put([torch.ones(shared.SHARE_MIN // 4)]) is None  # every slot is still being sent
+    assert [float(h[0][0]) for h in held] == [float(i) for i in range(shared.OUT_SLOTS)]  # none overwritten
+    del held[3]
+    gc.collect()
+    again = device.put([torch.ones(shared.SHARE_MIN // 4)])
+    assert again is not None and again[0][0] // shared.SLOT_BYTES == shared.SLOTS + 3
