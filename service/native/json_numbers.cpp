@@ -84,9 +84,57 @@ inline const char* skip_digits(const char* p, const char* e) {
   return p;
 }
 
+// RFC 8259's number at p, nothing else: no NaN/Infinity, leading '+', '01', '1.', '.5', '1e'.
+// Past its end, or nullptr when there is none there.
+inline const char* scan_number(const char* p, const char* const e, bool& integral) {
+  auto digits = [&] {
+    const char* b = p;
+    p = skip_digits(p, e);
+    return p > b;
+  };
+  integral = true;
+  if (p < e && *p == '-') ++p;
+  if (p >= e) return nullptr;
+  if (*p == '0') {
+    ++p;
+  } else if (!(*p >= '1' && *p <= '9') || !digits()) {
+    return nullptr;
+  }
+  if (p < e && *p == '.') {
+    integral = false;
+    ++p;
+    if (!digits()) return nullptr;
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    integral = false;
+    ++p;
+    if (p < e && (*p == '+' || *p == '-')) ++p;
+    if (!digits()) return nullptr;
+  }
+  return p;
+}
+
+// One share of a flat array's elements, [b, e): numbers separated by commas, whitespace around them;
+// each number's offset from s (| kIntegral for an integer) appended to tokens.
+bool flat_share(const char* s, const char* b, const char* e, std::vector<uint64_t>& tokens, bool& is_float) {
+  tokens.reserve(static_cast<size_t>(e - b) / 8);
+  for (const char* p = b;;) {
+    while (p < e && is_ws(*p)) ++p;
+    bool integral;
+    const char* past = scan_number(p, e, integral);
+    if (past == nullptr) return false;
+    tokens.push_back(static_cast<uint64_t>(p - s) | (integral ? kIntegral : 0));
+    is_float |= !integral;
+    for (p = past; p < e && is_ws(*p);) ++p;
+    if (p == e) return true;
+    if (*p != ',') return false;
+    ++p;
+  }
+}
+
 class Scanner {
  public:
-  Scanner(const char* data, size_t size) : s_(data), p_(data), end_(data + size) {}
+  Scanner(const char* data, size_t size, size_t grain) : s_(data), p_(data), end_(data + size), grain_(grain) {}
 
   bool run(std::vector<Lifted>& out) {
     ws();
@@ -108,6 +156,7 @@ class Scanner {
   const char* s_;
   const char* p_;
   const char* end_;
+  size_t grain_;  // values per share of a flat array's scan: at most one share per grain * kMinBytes bytes
 
   void ws() {
     const char* p = p_;
@@ -208,35 +257,9 @@ class Scanner {
     return true;
   }
 
-  // RFC 8259's number, nothing else: no NaN/Infinity, leading '+', '01', '1.', '.5', '1e'.
-  // On locals: p_ written back once, not at every digit (char stores may alias it).
   bool number(bool& integral) {
-    const char* p = p_;
-    const char* const e = end_;
-    auto digits = [&] {
-      const char* b = p;
-      p = skip_digits(p, e);
-      return p > b;
-    };
-    integral = true;
-    if (p < e && *p == '-') ++p;
-    if (p >= e) return false;
-    if (*p == '0') {
-      ++p;
-    } else if (!(*p >= '1' && *p <= '9') || !digits()) {
-      return false;
-    }
-    if (p < e && *p == '.') {
-      integral = false;
-      ++p;
-      if (!digits()) return false;
-    }
-    if (p < e && (*p == 'e' || *p == 'E')) {
-      integral = false;
-      ++p;
-      if (p < e && (*p == '+' || *p == '-')) ++p;
-      if (!digits()) return false;
-    }
+    const char* p = scan_number(p_, end_, integral);
+    if (p == nullptr) return false;
     p_ = p;
     return true;
   }
@@ -347,9 +370,61 @@ class Scanner {
       for (++q; q < end_ && is_ws(*q);) ++q;
     }
     if (depth + nd > kMaxDepth) return false;
+    if (nd == 1 && flat(a)) return true;
     a.shape.assign(nd, -1);
     ++p_;
     return level(a, 0, nd);
+  }
+
+  // p_ at the '[' of a flat array (the usual "data"). A large one is split at commas into shares that
+  // threads check and locate the numbers of at once; the bytes between one share and the next are
+  // exactly one comma, so the shares together are the array's elements. True: lifted as level() would
+  // have, p_ past it; false: too small to split, or not numbers only (level() then finds out which).
+  bool flat(Lifted& a) {
+    constexpr size_t kMinBytes = 4;  // "1,2," is the densest text: no share is smaller than grain values
+    constexpr size_t kMaxShares = 64;
+    const char* open = p_;
+    const char* close = static_cast<const char*>(std::memchr(open + 1, ']', static_cast<size_t>(end_ - open - 1)));
+    if (close == nullptr) return false;  // no ']' can be in a number: the first one ends a flat array of them
+    const size_t len = static_cast<size_t>(close - open - 1);
+    const size_t shares = std::min(kMaxShares, len / (std::max<size_t>(grain_, 1) * kMinBytes));
+    if (shares < 2) return false;
+    std::vector<const char*> cut(shares + 1);  // the separator before each share; close after the last
+    cut[0] = open;
+    cut[shares] = close;
+    for (size_t t = 1; t < shares; ++t) {
+      const char* from = open + 1 + len * t / shares;
+      if (from <= cut[t - 1]) {  // the last share's comma is past here: this share is empty
+        cut[t] = cut[t - 1];
+        continue;
+      }
+      const void* comma = std::memchr(from, ',', static_cast<size_t>(close - from));
+      cut[t] = comma != nullptr ? static_cast<const char*>(comma) : close;
+    }
+    std::vector<std::vector<uint64_t>> tokens(shares);
+    std::vector<char> floats(shares, 0);
+    const char* const s = s_;
+    bool ok = parallel(shares, 1, [&](size_t lo, size_t hi) {
+      for (size_t t = lo; t < hi; ++t) {
+        if (cut[t] == cut[t + 1]) continue;
+        bool f = false;
+        if (!flat_share(s, cut[t] + 1, cut[t + 1], tokens[t], f)) return false;
+        floats[t] = f;
+      }
+      return true;
+    });
+    if (!ok) return false;
+    std::vector<size_t> at(shares + 1, 0);
+    for (size_t t = 0; t < shares; ++t) at[t + 1] = at[t] + tokens[t].size();
+    a.tokens.resize(at[shares]);
+    parallel(shares, 1, [&](size_t lo, size_t hi) {
+      for (size_t t = lo; t < hi; ++t) std::copy(tokens[t].begin(), tokens[t].end(), a.tokens.begin() + at[t]);
+      return true;
+    });
+    a.is_float = std::any_of(floats.begin(), floats.end(), [](char f) { return f != 0; });
+    a.shape.assign(1, static_cast<int64_t>(at[shares]));
+    p_ = close + 1;
+    return true;
   }
 
   // p_ just after the '[' of an array at nesting level k of nd
@@ -439,7 +514,7 @@ py::object lift(const py::bytes& header, size_t grain) {
   bool ok;
   {
     py::gil_scoped_release unlocked;  // bytes are immutable, and the caller holds a reference
-    ok = Scanner(data, static_cast<size_t>(size)).run(found);
+    ok = Scanner(data, static_cast<size_t>(size), grain).run(found);
     if (ok) {  // numbers are read only once the whole body is known to be one we understand
       std::vector<Lifted> kept;
       for (Lifted& a : found) {

@@ -162,13 +162,47 @@ def test_lifted_bodies_decode_as_the_python_path_does():
             for g, w in zip(got[1], want[1]):
                 assert type(g) is type(w) and (g == w if isinstance(g, str) else same_tensor(g, w)), (n, raw, g, w)
         found = native.lift(raw)
-        if found is not None:
-            lifted += 1
-            threaded = native.lift(raw, grain=1)  # every share of the work on its own thread
-            assert threaded[0] == found[0]
-            assert [(i, a.dtype, a.shape, a.tobytes()) for i, a in threaded[1]] == \
-                   [(i, a.dtype, a.shape, a.tobytes()) for i, a in found[1]]
+        lifted += found is not None
+        # split in many shares, every flat array checked from its commas on by several threads: the same verdict
+        assert same_lift(native.lift(raw, grain=1), found), (n, raw)
     assert lifted > 600  # the generator must exercise the lifted path, not only the fallback
+
+
+def same_lift(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a[0] == b[0] and [(i, x.dtype, x.shape, x.tobytes()) for i, x in a[1]] == \
+        [(i, x.dtype, x.shape, x.tobytes()) for i, x in b[1]]
+
+
+SERIAL = 1 << 60  # a grain no array reaches: one share, the scanner's own walk
+
+
+def test_a_large_flat_array_lifts_the_same_in_shares_as_in_one_walk():
+    rng = random.Random(11)
+    seps = [",", ", ", " ,", "\n,\t", ",\r\n  "]
+    lifted = 0
+    for n in range(300):
+        count = rng.choice([2, 3, 17, 500, 3000])
+        tokens = [number(rng) if rng.random() < 0.8 else str(rng.choice(INTS)) for _ in range(count)]
+        if rng.random() < 0.5:
+            tokens = [str(rng.randint(-9, 9)) for _ in range(count)]  # int64: every share's integers
+        seps_here = [rng.choice(seps) for _ in range(count - 1)]
+        fault = rng.random()
+        if fault < 0.3:  # a flaw anywhere, share boundaries included: neither path may lift it
+            at = rng.randrange(count - 1)
+            seps_here[at] = rng.choice([",,", " ", "", ", ,", "]", "[", ",]", "\x00", ",\"a\","])
+        elif fault < 0.4:
+            tokens[rng.randrange(count)] = rng.choice(BAD_NUMBERS)
+        text = "[" + ws(rng) + "".join(t + s for t, s in zip(tokens, seps_here + [""])) + ws(rng) + "]"
+        if fault > 0.95:
+            text = text[:-1] + rng.choice([",]", " , ]", "]]", ""])
+        raw = ('{"inputs": [{"name": "x", "shape": [%d], "datatype": "FP64", "data": %s}]}' % (count, text)).encode()
+        serial = native.lift(raw, grain=SERIAL)
+        for grain in (1, 2, 7, 100):
+            assert same_lift(native.lift(raw, grain=grain), serial), (n, grain, text[:200])
+        lifted += serial is not None
+    assert lifted > 100  # most are valid: the shares' own path is what is compared, not only the fallback
 
 
 @pytest.mark.parametrize("text", [
