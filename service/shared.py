@@ -169,8 +169,9 @@ class DeviceSlots:
         places = []
         try:
             for t, at, n in zip(tensors, starts, sizes):
-                dst = self._array[base + at:base + at + n]
-                torch.from_numpy(dst).copy_(t.detach().contiguous().reshape(-1).view(torch.uint8))
+                # numpy's copy, not torch's: this runs on the event loop, where torch would wake its intra-op
+                # threads for a copy this size and leave them spinning (13 cores busy on a 16-core host)
+                np.copyto(self._array[base + at:base + at + n], t.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
                 places.append((base + at, n, t.dtype, tuple(t.shape)))
         except BaseException:
             self._held[i] = 0  # no answer will name this slot
