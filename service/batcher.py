@@ -20,6 +20,7 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
@@ -40,6 +41,7 @@ class _Pending:
     rows: int
     key: tuple
     future: asyncio.Future
+    host: Callable | None = None  # where its outputs go on the host (runtime.infer_batch), None: pinned memory
     arrived: float = field(default_factory=time.perf_counter)
 
 
@@ -113,9 +115,10 @@ class Batcher:
         ``timeout_s`` (0: none) pass before they are ready."""
         return await self.enqueue(inputs, timeout_s)
 
-    def enqueue(self, inputs: list[torch.Tensor], timeout_s: float = 0.0) -> asyncio.Future:
+    def enqueue(self, inputs: list[torch.Tensor], timeout_s: float = 0.0, host: Callable | None = None) -> asyncio.Future:
         """``submit`` without the coroutine: the request queued, the future of its answer returned (for
-        callers that answer from a done-callback: the device process, per call from a front end)."""
+        callers that answer from a done-callback: the device process, per call from a front end). ``host``:
+        see ``Runtime.infer_batch``."""
         if len(self._queue) >= self.max_queue_size:
             self.metrics.rejected.labels(self.runtime.spec.name).inc()
             raise QueueFull(f"{len(self._queue)} requests are already waiting (--max-queue-size "
@@ -123,7 +126,7 @@ class Batcher:
         key = batch_key(inputs)
         rows = inputs[0].shape[0] if key is not None else 0
         p = _Pending(inputs, rows, key if key is not None else ("alone", id(inputs)),
-                     asyncio.get_running_loop().create_future())
+                     asyncio.get_running_loop().create_future(), host)
         self._queue.append(p)
         self._left(_ARRIVING.get())
         self._wake.set()
@@ -179,7 +182,7 @@ class Batcher:
         name = self.runtime.spec.name
         self.metrics.batch_size.labels(name).observe(sum(p.rows for p in batch))
         try:
-            results, seconds = await self.runtime.infer_batch([p.inputs for p in batch])
+            results, seconds = await self.runtime.infer_batch([p.inputs for p in batch], [p.host for p in batch])
         except Exception as exc:
             if len(batch) == 1:
                 if not batch[0].future.done():

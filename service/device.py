@@ -61,7 +61,10 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
             if not started.done() or started.exception() is not None:  # front ends infer only after their hello
                 raise ModelNotReady("the device process has not started its model")
             inputs, timeout_s = payload
-            fut = plane.batcher.enqueue([unpack(i, slots) for i in inputs], timeout_s)
+            # On CUDA the copy from the GPU lands in the shared segment itself; on the CPU there is a copy
+            # either way, and here (answer: put) it stays out of the forward's reported time.
+            host = slots.reserve if slots is not None and plane.runtime.device.type == "cuda" else None
+            fut = plane.batcher.enqueue([unpack(i, slots) for i in inputs], timeout_s, host)
             fut.add_done_callback(_log_unexpected)
             return fut
         return infer
@@ -69,7 +72,8 @@ async def serve(settings: Settings, socks: list, flags, parent: int) -> int:
     def answer_for(slots: DeviceSlots | None):
         def answer(result: tuple) -> tuple:
             outputs, seconds = result
-            places = slots.put(outputs) if slots is not None else None  # a large answer: the shared segment
+            # a large answer: in the shared segment, where the device thread put it (reserve) or copied here
+            places = (slots.placed(outputs) or slots.put(outputs)) if slots is not None else None
             return (places if places is not None else [pack(o) for o in outputs]), seconds
         return answer
 

@@ -168,7 +168,16 @@ class Runtime:
             out = self.spec.module(*[self._to_device(x) for x in xs])
         return out
 
-    def _forward(self, requests: list[list[torch.Tensor]]) -> tuple[list[list[torch.Tensor]], float]:
+    def _to_hosts(self, outs: list[torch.Tensor], host: Callable | None) -> list[torch.Tensor]:
+        dst = host([(o.dtype, tuple(o.shape)) for o in outs]) if host is not None else None
+        if dst is None:
+            return [self._to_host(o) for o in outs]
+        for d, o in zip(dst, outs):
+            d.copy_(o, non_blocking=True)
+        return dst
+
+    def _forward(self, requests: list[list[torch.Tensor]],
+                 hosts: list[Callable | None] | None = None) -> tuple[list[list[torch.Tensor]], float]:
         """One forward pass for one or more requests: their inputs are concatenated
         along the batch dimension here, on the worker thread, and the outputs split
         back, so the event loop never copies tensors."""
@@ -177,28 +186,38 @@ class Runtime:
             joined = requests[0] if len(requests) == 1 else [self._cat(parts) for parts in zip(*requests)]
             out = self._guarded(lambda: self._model(joined))
             outs = [out] if isinstance(out, torch.Tensor) else list(out)
-            host = [self._to_host(o) for o in outs]
+            rows = [r[0].shape[0] for r in requests]
+            if hosts is not None and any(h is not None for h in hosts):
+                per = [outs] if len(requests) == 1 else split_rows(outs, rows)
+                host = [self._to_hosts(p, h) for p, h in zip(per, hosts)]
+            else:
+                host = [self._to_host(o) for o in outs]
             if self.device.type == "cuda":
                 torch.cuda.current_stream(self.device).synchronize()
+            if hosts is not None and any(h is not None for h in hosts):
+                return host, time.perf_counter() - t0
             if len(requests) == 1:
                 return [host], time.perf_counter() - t0
-            return split_rows(host, [r[0].shape[0] for r in requests]), time.perf_counter() - t0
+            return split_rows(host, rows), time.perf_counter() - t0
         except Exception as exc:
             if not _is_oom(exc):
                 raise
         # Out of memory: raised outside the except block so that no traceback
         # keeps this frame's tensors alive while the cache is freed.
-        joined = out = outs = host = None
+        joined = out = outs = host = per = None
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         raise DeviceOutOfMemory(f"{self.device} ran out of memory for this request; the server freed it and "
                                 f"keeps serving: retry with a smaller batch")
 
-    async def infer_batch(self, requests: list[list[torch.Tensor]]) -> tuple[list[list[torch.Tensor]], float]:
-        """Each request's outputs (on the CPU) and the seconds the shared forward took."""
+    async def infer_batch(self, requests: list[list[torch.Tensor]], hosts: list[Callable | None] | None = None
+                          ) -> tuple[list[list[torch.Tensor]], float]:
+        """Each request's outputs (on the CPU) and the seconds the shared forward took. ``hosts[i]``, where
+        given, is asked on the device thread for request i's outputs' host tensors ((dtype, shape) each ->
+        tensors, or None for pinned memory): the device process's shared segment (service/shared.py)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._forward, requests)
+        return await loop.run_in_executor(self._executor, self._forward, requests, hosts)
 
     async def infer(self, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], float]:
         """Outputs (on the CPU) of one request and the seconds the forward took."""

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import mmap
 import os
 import socket
+import threading
 import weakref
 
 import numpy as np
@@ -135,8 +137,19 @@ class DeviceSlots:
     """The device process's side: tensors over the front end's slots."""
 
     def __init__(self, segment: mmap.mmap):
+        self._segment = segment
         self._array = np.frombuffer(segment, dtype=np.uint8)  # holds the mapping for the process's life
         self._held = self._array[_FLAGS_AT:_FLAGS_AT + OUT_SLOTS]
+        self._lock = threading.Lock()  # slots are taken on the event loop (put) and the device thread (reserve)
+        self._reserved: dict[int, list[bool]] = {}  # output slot -> [handed to the front end]
+
+    def _take(self) -> int | None:
+        with self._lock:
+            free = np.flatnonzero(self._held == 0)
+            if len(free) == 0:
+                return None
+            self._held[free[0]] = 1
+            return int(free[0])
 
     def pin(self) -> bool:
         """Registers the segment as pinned memory with CUDA, so copies from it to the GPU are DMAs."""
@@ -154,17 +167,10 @@ class DeviceSlots:
         """The tensors copied into a free output slot, as their places (offset, nbytes, dtype, shape); None
         when they are too small or too large together to be worth a slot, or none is free."""
         sizes = [t.numel() * t.element_size() for t in tensors]
-        starts, total = [], 0
-        for n in sizes:
-            starts.append(total)
-            total += -(-n // ALIGN) * ALIGN
-        if sum(sizes) < SHARE_MIN or total > SLOT_BYTES:
+        starts = _layout(sizes)
+        i = self._take() if starts is not None else None
+        if i is None:
             return None
-        free = np.flatnonzero(self._held == 0)
-        if len(free) == 0:
-            return None
-        i = int(free[0])
-        self._held[i] = 1
         base = (SLOTS + i) * SLOT_BYTES
         places = []
         try:
@@ -177,3 +183,52 @@ class DeviceSlots:
             self._held[i] = 0  # no answer will name this slot
             raise
         return places
+
+    def reserve(self, specs: list[tuple[torch.dtype, tuple[int, ...]]]) -> list[torch.Tensor] | None:
+        """Tensors of these dtypes and shapes in a free output slot, for the device thread to copy a request's
+        outputs into (from the GPU a DMA: the segment is pinned), so that its answer needs no copy here; None
+        as for ``put``. The slot is free again when the last of them is gone, unless ``placed`` handed it
+        to the front end first (a request that timed out while it ran is never answered)."""
+        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in specs]
+        starts = _layout(sizes)
+        i = self._take() if starts is not None else None
+        if i is None:
+            return None
+        handed = [False]
+        slot = _Slot.from_buffer(self._segment, (SLOTS + i) * SLOT_BYTES)
+        weakref.finalize(slot, self._settle, i, handed)
+        self._reserved[i] = handed
+        whole = np.frombuffer(slot, dtype=np.uint8)
+        return [torch.from_numpy(whole[at:at + n]).view(dtype).reshape(shape)
+                for (dtype, shape), at, n in zip(specs, starts, sizes)]
+
+    def _settle(self, i: int, handed: list[bool]) -> None:
+        if self._reserved.get(i) is handed:
+            del self._reserved[i]
+        if not handed[0]:
+            self._held[i] = 0  # the front end never heard of it
+
+    def placed(self, tensors: list[torch.Tensor]) -> list[tuple] | None:
+        """The places of tensors that ``reserve`` gave, their slot now the front end's to give back; None
+        when they are not all in one reserved slot."""
+        if not tensors:
+            return None
+        base = self._array.ctypes.data
+        i = (tensors[0].data_ptr() - base) // SLOT_BYTES - SLOTS
+        handed = self._reserved.get(i)
+        lo, hi = base + (SLOTS + i) * SLOT_BYTES, base + (SLOTS + i + 1) * SLOT_BYTES
+        if handed is None or not all(t.is_contiguous() and lo <= t.data_ptr()
+                                     and t.data_ptr() + t.numel() * t.element_size() <= hi for t in tensors):
+            return None
+        handed[0] = True
+        return [(t.data_ptr() - base, t.numel() * t.element_size(), t.dtype, tuple(t.shape)) for t in tensors]
+
+
+def _layout(sizes: list[int]) -> list[int] | None:
+    """Where each of tensors of these byte sizes starts in one slot; None when together they are too
+    small to be worth a slot or do not fit one."""
+    starts, total = [], 0
+    for n in sizes:
+        starts.append(total)
+        total += -(-n // ALIGN) * ALIGN
+    return starts if sum(sizes) >= SHARE_MIN and total <= SLOT_BYTES else None

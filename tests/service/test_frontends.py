@@ -52,6 +52,14 @@ def test_answers_equal_a_single_process(server, dcgan_server):
     got, want = (httpx.post(u + INFER, content=large, headers=headers, timeout=300) for u in (server.url, dcgan_server.url))
     assert len(large) > 256 << 10 and got.status_code == want.status_code == 200, got.text
     np.testing.assert_array_equal(output_of(got), output_of(want))
+    # an answer over shared.SHARE_MIN (20 rows, 983 KB) comes back through an output slot, on CUDA copied there
+    # from the GPU; more such requests than there are slots, so slots given back are taken again
+    mid, headers = binary_request(torch.randn(20, 100, 1, 1, generator=gen))
+    want = httpx.post(dcgan_server.url + INFER, content=mid, headers=headers, timeout=120)
+    for _ in range(12):
+        got = httpx.post(server.url + INFER, content=mid, headers=headers, timeout=120)
+        assert got.status_code == want.status_code == 200, got.text
+        np.testing.assert_array_equal(output_of(got), output_of(want))
     as_json = {"id": "j1", "inputs": [{"name": "latent", "shape": [1, 100, 1, 1], "datatype": "FP32",
                                        "data": x[0].flatten().tolist()}]}
     got, want = (httpx.post(u + INFER, json=as_json, timeout=120) for u in (server.url, dcgan_server.url))

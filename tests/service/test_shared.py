@@ -8,8 +8,13 @@ import gc
 import pytest
 import torch
 
+import kernels
+import models
 from service import shared, workers
 from service.remote import pack, unpack
+from service.runtime import Runtime
+
+from .conftest import DEVICE
 
 
 @pytest.fixture()
@@ -96,3 +101,51 @@ def test_answers_too_small_too_large_or_past_the_free_slots_go_over_the_socket(e
     gc.collect()
     again = device.put([torch.ones(shared.SHARE_MIN // 4)])
     assert again is not None and again[0][0] // shared.SLOT_BYTES == shared.SLOTS + 3
+
+
+def test_a_reserved_slot_is_the_front_ends_once_placed_and_comes_back_if_never_answered(ends):
+    front, device = ends
+    specs = [(torch.float32, (2, 300, 400)), (torch.bfloat16, (3, 5))]
+    outs = device.reserve(specs)
+    assert [(t.dtype, tuple(t.shape)) for t in outs] == specs and front.answers_held == 1
+    for t in outs:
+        t.copy_(torch.randn(t.shape))  # as the device thread's copy from the GPU would
+    want = [t.clone() for t in outs]
+    places = device.placed(outs)
+    assert places is not None and device.placed([torch.ones(3)]) is None  # not in a reserved slot
+    del outs
+    gc.collect()
+    assert front.answers_held == 1  # handed over: the device process's views going does not free it
+    got = front.answer(places)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    del got
+    gc.collect()
+    assert front.answers_held == 0
+    # a request that timed out while it ran: reserved, filled, never answered
+    lost = device.reserve(specs)
+    assert front.answers_held == 1
+    del lost
+    gc.collect()
+    assert front.answers_held == 0
+    assert device.reserve([(torch.float32, (10,))]) is None  # too small for a slot: pinned memory as before
+
+
+def test_the_device_thread_writes_each_requests_outputs_where_its_host_says(ends):
+    """Runtime.infer_batch with ``hosts``: the device process's path on CUDA (its copies from the GPU land in
+    the segment); run here on CONVT_TEST_DEVICE, a batch of three requests, one of them without a host."""
+    front, device = ends
+    spec = models.load_model("dcgan")
+    spec.module.to(DEVICE).eval()
+    kernels.swap_conv_transpose2d(spec.module)
+    runtime = Runtime(spec, torch.device(DEVICE), torch.float32, {}, [], {}, 0)
+    try:
+        gen = torch.Generator().manual_seed(3)
+        reqs = [[torch.randn(rows, 100, 1, 1, generator=gen)] for rows in (8, 1, 6)]
+        want, _ = runtime._forward(reqs)
+        got, _ = runtime._forward(reqs, [device.reserve, None, device.reserve])
+        assert front.answers_held == 2  # 8 and 6 rows of 3x64x64 fp32 are large enough for a slot; 1 row is not
+        for g, w in zip(got, want):
+            assert torch.equal(g[0], w[0]) and g[0].abs().sum() > 0
+        assert [device.placed(g) is not None for g in got] == [True, False, True]
+    finally:
+        runtime.close()
