@@ -115,7 +115,8 @@ class Batcher:
         ``timeout_s`` (0: none) pass before they are ready."""
         return await self.enqueue(inputs, timeout_s)
 
-    def enqueue(self, inputs: list[torch.Tensor], timeout_s: float = 0.0, host: Callable | None = None) -> asyncio.Future:
+    def enqueue(self, inputs: list[torch.Tensor], timeout_s: float = 0.0,
+                host: Callable | None = None) -> asyncio.Future:
         """``submit`` without the coroutine: the request queued, the future of its answer returned (for
         callers that answer from a done-callback: the device process, per call from a front end). ``host``:
         see ``Runtime.infer_batch``."""

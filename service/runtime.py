@@ -187,14 +187,15 @@ class Runtime:
             out = self._guarded(lambda: self._model(joined))
             outs = [out] if isinstance(out, torch.Tensor) else list(out)
             rows = [r[0].shape[0] for r in requests]
-            if hosts is not None and any(h is not None for h in hosts):
+            placed = hosts is not None and any(h is not None for h in hosts)
+            if placed:  # per request, each where its host says
                 per = [outs] if len(requests) == 1 else split_rows(outs, rows)
                 host = [self._to_hosts(p, h) for p, h in zip(per, hosts)]
             else:
                 host = [self._to_host(o) for o in outs]
             if self.device.type == "cuda":
                 torch.cuda.current_stream(self.device).synchronize()
-            if hosts is not None and any(h is not None for h in hosts):
+            if placed:
                 return host, time.perf_counter() - t0
             if len(requests) == 1:
                 return [host], time.perf_counter() - t0

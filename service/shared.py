@@ -121,16 +121,14 @@ class FrontSlots:
         """The tensors of one answer that the device process wrote in an output slot (``DeviceSlots.put``);
         the slot is the device process's again once the last view of any of them is gone."""
         first = places[0][0] // SLOT_BYTES
+        for offset, nbytes, _, _ in places:
+            if not (SLOTS <= first < SLOTS + OUT_SLOTS and 0 <= offset - first * SLOT_BYTES <= SLOT_BYTES - nbytes):
+                raise RuntimeError(f"an answer's place {offset}+{nbytes} is not in one output slot")
         slot = _Slot.from_buffer(self._segment, first * SLOT_BYTES)
         weakref.finalize(slot, self._held.__setitem__, first - SLOTS, 0)
         whole = np.frombuffer(slot, dtype=np.uint8)
-        out = []
-        for offset, nbytes, dtype, shape in places:
-            at = offset - first * SLOT_BYTES
-            if not (SLOTS <= first < SLOTS + OUT_SLOTS and 0 <= at and at + nbytes <= SLOT_BYTES):
-                raise RuntimeError(f"an answer's place {offset}+{nbytes} is not in one output slot")
-            out.append(torch.from_numpy(whole[at:at + nbytes]).view(dtype).reshape(shape))
-        return out
+        return [torch.from_numpy(whole[offset - first * SLOT_BYTES:][:nbytes]).view(dtype).reshape(shape)
+                for offset, nbytes, dtype, shape in places]
 
 
 class DeviceSlots:
@@ -175,9 +173,10 @@ class DeviceSlots:
         places = []
         try:
             for t, at, n in zip(tensors, starts, sizes):
-                # numpy's copy, not torch's: this runs on the event loop, where torch would wake its intra-op
-                # threads for a copy this size and leave them spinning (13 cores busy on a 16-core host)
-                np.copyto(self._array[base + at:base + at + n], t.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
+                # numpy's copy (strided or not), not torch's: this runs on the event loop, where torch would
+                # wake its intra-op threads for a copy this size and leave them spinning (13 of 16 cores busy)
+                src = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).detach().numpy()
+                np.copyto(self._array[base + at:base + at + n].view(src.dtype).reshape(src.shape), src)
                 places.append((base + at, n, t.dtype, tuple(t.shape)))
         except BaseException:
             self._held[i] = 0  # no answer will name this slot
