@@ -92,7 +92,6 @@ class FrontSlots:
     def __init__(self, segment: mmap.mmap):
         self._segment = segment
         self._base = ctypes.addressof(ctypes.c_uint8.from_buffer(segment))
-        self._size = len(segment)
         self._free = list(range(SLOTS))
         self._held = np.frombuffer(segment, dtype=np.uint8, count=OUT_SLOTS, offset=_FLAGS_AT)
 
@@ -101,9 +100,7 @@ class FrontSlots:
         if not SHARE_MIN <= nbytes <= SLOT_BYTES or not self._free:
             return None
         i = self._free.pop()
-        slot = _Slot.from_buffer(self._segment, i * SLOT_BYTES)
-        weakref.finalize(slot, self._free.append, i)  # every view's base is this object: the last one frees it
-        return np.frombuffer(slot, dtype=np.uint8)[:nbytes]
+        return _lease(self._segment, i, self._free.append, i)[:nbytes]
 
     def where(self, t: torch.Tensor) -> int | None:
         """The offset of ``t``'s bytes in the input slots when all of them lie there, contiguous; else None."""
@@ -124,10 +121,8 @@ class FrontSlots:
         for offset, nbytes, _, _ in places:
             if not (SLOTS <= first < SLOTS + OUT_SLOTS and 0 <= offset - first * SLOT_BYTES <= SLOT_BYTES - nbytes):
                 raise RuntimeError(f"an answer's place {offset}+{nbytes} is not in one output slot")
-        slot = _Slot.from_buffer(self._segment, first * SLOT_BYTES)
-        weakref.finalize(slot, self._held.__setitem__, first - SLOTS, 0)
-        whole = np.frombuffer(slot, dtype=np.uint8)
-        return [torch.from_numpy(whole[offset - first * SLOT_BYTES:][:nbytes]).view(dtype).reshape(shape)
+        whole = _lease(self._segment, first, self._held.__setitem__, first - SLOTS, 0)
+        return [_typed(whole, offset - first * SLOT_BYTES, nbytes, dtype, shape)
                 for offset, nbytes, dtype, shape in places]
 
 
@@ -159,7 +154,7 @@ class DeviceSlots:
         return True
 
     def tensor(self, offset: int, nbytes: int, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
-        return torch.from_numpy(self._array[offset:offset + nbytes]).view(dtype).reshape(shape)
+        return _typed(self._array, offset, nbytes, dtype, shape)
 
     def put(self, tensors: list[torch.Tensor]) -> list[tuple] | None:
         """The tensors copied into a free output slot, as their places (offset, nbytes, dtype, shape); None
@@ -194,12 +189,9 @@ class DeviceSlots:
         if i is None:
             return None
         handed = [False]
-        slot = _Slot.from_buffer(self._segment, (SLOTS + i) * SLOT_BYTES)
-        weakref.finalize(slot, self._settle, i, handed)
+        whole = _lease(self._segment, SLOTS + i, self._settle, i, handed)
         self._reserved[i] = handed
-        whole = np.frombuffer(slot, dtype=np.uint8)
-        return [torch.from_numpy(whole[at:at + n]).view(dtype).reshape(shape)
-                for (dtype, shape), at, n in zip(specs, starts, sizes)]
+        return [_typed(whole, at, n, dtype, shape) for (dtype, shape), at, n in zip(specs, starts, sizes)]
 
     def _settle(self, i: int, handed: list[bool]) -> None:
         if self._reserved.get(i) is handed:
@@ -221,6 +213,18 @@ class DeviceSlots:
             return None
         handed[0] = True
         return [(t.data_ptr() - base, t.numel() * t.element_size(), t.dtype, tuple(t.shape)) for t in tensors]
+
+
+def _lease(segment: mmap.mmap, slot: int, on_free, *args) -> np.ndarray:
+    """Slot ``slot`` of the segment as a uint8 array; ``on_free(*args)`` runs once the last view of it is gone
+    (every view's base is the one ctypes object made here; numpy keeps a memoryview's mmap, not the view)."""
+    lease = _Slot.from_buffer(segment, slot * SLOT_BYTES)
+    weakref.finalize(lease, on_free, *args)
+    return np.frombuffer(lease, dtype=np.uint8)
+
+
+def _typed(array: np.ndarray, offset: int, nbytes: int, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    return torch.from_numpy(array[offset:offset + nbytes]).view(dtype).reshape(shape)
 
 
 def _layout(sizes: list[int]) -> list[int] | None:

@@ -64,6 +64,11 @@ bool parallel(size_t n, size_t grain, F&& body) {
 
 inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+inline const char* skip_ws(const char* p, const char* e) {
+  while (p < e && is_ws(*p)) ++p;
+  return p;
+}
+
 // Past the run of ASCII digits at p, eight bytes at a time: float data is mostly
 // long digit runs ("0.10000000149011612"), and a byte loop was most of the scan.
 inline const char* skip_digits(const char* p, const char* e) {
@@ -119,13 +124,13 @@ inline const char* scan_number(const char* p, const char* const e, bool& integra
 bool flat_share(const char* s, const char* b, const char* e, std::vector<uint64_t>& tokens, bool& is_float) {
   tokens.reserve(static_cast<size_t>(e - b) / 8);
   for (const char* p = b;;) {
-    while (p < e && is_ws(*p)) ++p;
+    p = skip_ws(p, e);
     bool integral;
     const char* past = scan_number(p, e, integral);
     if (past == nullptr) return false;
     tokens.push_back(static_cast<uint64_t>(p - s) | (integral ? kIntegral : 0));
     is_float |= !integral;
-    for (p = past; p < e && is_ws(*p);) ++p;
+    p = skip_ws(past, e);
     if (p == e) return true;
     if (*p != ',') return false;
     ++p;
@@ -158,11 +163,7 @@ class Scanner {
   const char* end_;
   size_t grain_;  // values per share of a flat array's scan: at most one share per grain * kMinBytes bytes
 
-  void ws() {
-    const char* p = p_;
-    while (p < end_ && is_ws(*p)) ++p;
-    p_ = p;
-  }
+  void ws() { p_ = skip_ws(p_, end_); }
 
   // p_ just after '{'; on_member(key) parses the member's value
   template <bool DecodeKeys, class F>
@@ -367,7 +368,7 @@ class Scanner {
     int nd = 0;
     for (const char* q = p_; q < end_ && *q == '[';) {
       ++nd;
-      for (++q; q < end_ && is_ws(*q);) ++q;
+      q = skip_ws(q + 1, end_);
     }
     if (depth + nd > kMaxDepth) return false;
     if (nd == 1 && flat(a)) return true;
