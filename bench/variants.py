@@ -1,7 +1,7 @@
 """Every CUDA code path of ours on the same cases, beside cuDNN, in one run.
 
     python -m bench.variants [--suite kernelbench|decoder|all] [--modes fp32,strict,fp16,bf16]
-                             [--algos ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,wgh32,wgh64,wgh64s,wgh128,auto] [--out DIR] [--repeats 15]
+                             [--cases kb81,...] [--algos ffma,strip,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,wgh32,wgh64,wgh64s,wgh128,auto] [--out DIR] [--repeats 15]
 
 Forces each path with CONVT_CUDA_ALGO (read by the op on every call), checks it
 against float64 on a NaN-poisoned output, and times it with the suite's method.
@@ -62,6 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", choices=["kernelbench", "decoder", "all"], default="all")
     ap.add_argument("--modes", default="fp32,strict,fp16,bf16")
     ap.add_argument("--algos", default="ffma,tc32,tc64,tc128,wg32,wg64,wg64t,wg128,wg128t,wgh32,wgh64,wgh64s,wgh128,auto")
+    ap.add_argument("--cases", default="", help="comma-separated case names (kb81, dcgan-64-3-n64, ...); all by default")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -70,6 +71,12 @@ def main(argv=None) -> int:
         cases.update({f"kb{k}": v for k, v in PROBLEMS.items()})
     if a.suite in ("decoder", "all"):
         cases.update(DECODER_LAYERS)
+    if a.cases:
+        wanted = a.cases.split(",")
+        unknown = sorted(set(wanted) - set(cases))
+        if unknown:
+            ap.error(f"unknown cases {unknown}; known: {sorted(cases)}")
+        cases = {k: cases[k] for k in wanted}
     algos = a.algos.split(",")
     rows = []
     for mode in a.modes.split(","):

@@ -19,6 +19,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 12, 6, (4, 3), (7, 9), (2, 1), 1, 1, (1, 2), 3, torch.float16, "rows4", True),
     (2, 6, 3, (3, 3), (5, 6), 5, 1, 4, (1, 2), 1, torch.float32, "rows", False),
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
+    # strip kernel: two column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
+    (2, 6, 40, (3, 3), (5, 140), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),
+    (1, 8, 12, (3, 5), (6, 300), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float16, "strip32", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

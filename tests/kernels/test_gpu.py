@@ -34,7 +34,9 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 # The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
-ALGOS = ["ffma", "rows4", "rows8", "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
+# The strip kernel's three channel tiles (4, its pick, 32).
+STRIP_ALGOS = ["strip4", "strip", "strip32"]
+ALGOS = ["ffma", "rows4", "rows8", *STRIP_ALGOS, "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 
@@ -60,7 +62,8 @@ def precision(request):
     torch.backends.cudnn.allow_tf32 = old
 
 
-def check_cuda(case: Case, prec: str, seed: int) -> float:
+def check_cuda(case: Case, prec: str, seed: int, out_offset: int = 0) -> float:
+    """out_offset: elements before the output in its buffer, so its rows start off 16-byte boundaries."""
     dtype = TORCH_DTYPE[prec]
     gen = torch.Generator().manual_seed(seed)
     x, w, b = case.tensors(dtype, "cuda", gen)
@@ -71,6 +74,8 @@ def check_cuda(case: Case, prec: str, seed: int) -> float:
         allowed = ("wgh", "wg") if os.environ["CONVT_CUDA_ALGO"].startswith("wgh") else ("wg",)
         assert torch.ops.convt.cuda_path(x, w, *case.args()) in allowed, f"fell back: {ctx}"
     out = poisoned_out(case, dtype, "cuda")
+    if out_offset:
+        out = torch.full((out.numel() + out_offset,), float("nan"), dtype=dtype, device="cuda")[out_offset:].view(out.shape)
     conv_transpose2d_out(x, w, b, *case.args(), out=out)
     torch.cuda.synchronize()
     assert not torch.isnan(out).any(), f"unwritten output elements: {ctx}"
@@ -160,8 +165,39 @@ def test_rows_kernel_cuda(seed, precision, i, monkeypatch):
     check_cuda(case, precision, seed * 104729 + i)
 
 
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(30))
+def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random problems forced onto the strip kernel, each channel tile in turn: rows wider than one staged
+    segment, several row tiles, odd widths and an output at an odd offset in its buffer (rows off 16-byte
+    boundaries), pure-fill rows and columns, strides up to 6, dilation, padding past the kernel, groups,
+    channel tails, bias, non-contiguous input."""
+    algo = STRIP_ALGOS[i % 3]
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 15485863 + i)
+    base = random_case(rng, max_hw=6, max_ch=2)
+    k = (rng.randint(1, 5), rng.randint(1, 7))
+    s = (rng.randint(1, 4), rng.randint(1, 6))
+    d = (rng.randint(1, 3), rng.randint(1, 3))
+    g = rng.choice([1, 2, 3])
+    cin_g, cout_g = rng.choice([1, 3, 7]), rng.choice([1, 5, 16, 33])
+    case = Case(min(base.n, 2), cin_g * g, cout_g * g, k, (rng.randint(1, 20), rng.randint(1, 330)), s,
+                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
+                tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.unbatched:
+        case.n = 1
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    if case.n > 0:
+        gen = torch.Generator().manual_seed(0)
+        x, w, _ = case.tensors(TORCH_DTYPE[precision], "cuda", gen)
+        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "strip", f"not on the strip kernel: {case}"
+    check_cuda(case, precision, seed * 15485863 + i, out_offset=rng.choice([0, 1, 3]))
+
+
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""

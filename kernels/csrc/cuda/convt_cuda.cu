@@ -20,6 +20,7 @@
 
 #include "../convt_params.h"
 #include "convt_rows.h"
+#include "convt_strip.h"
 #include "convt_tc.h"
 
 namespace convt {
@@ -192,18 +193,20 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma; rows, rows4, rows8 (the FFMA path for 1-4 output channels a group); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
+// ffma; rows, rows4, rows8 (the FFMA path for 1-4 output channels a group); strip, strip4,
+// strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows falls back to ffma.
-enum class Path { kFfma, kRows, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows and strip fall back to ffma.
+enum class Path { kFfma, kRows, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
   WgTile wg_tile = WgTile::kAuto;
   WghTile wgh_tile = WghTile::kAuto;
   int rows = 0;  // outputs a thread on the rows kernel; 0: its pick
+  int strip = 0;  // output channels a block on the strip kernel; 0: its pick
 };
 
 struct Forced {
@@ -215,6 +218,9 @@ constexpr Forced kForced[] = {
     {"rows", {Path::kRows}},
     {"rows4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 4}},
     {"rows8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 8}},
+    {"strip", {Path::kStrip}},
+    {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 0, 4}},
+    {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 0, 32}},
     {"tc", {Path::kTc}},
     {"tc32", {Path::kTc, TcTile::kBN32}},
     {"tc64", {Path::kTc, TcTile::kBN64}},
@@ -246,9 +252,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kWg && !wg_ok) a.path = Path::kTc;
       if (a.path == Path::kTc && !tc_ok) a.path = Path::kFfma;
       if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
+      if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -256,6 +263,9 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
+  // A stride and a short reduction an output: the stores are the time, and
+  // whole-row 16-byte stores beat every per-phase kernel's strided ones.
+  if (strip_preferred(p, dtype)) return {Path::kStrip};
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
   // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
   // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
@@ -294,6 +304,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
+    case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
 }
@@ -314,6 +325,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kWg: return "wg";
     case Path::kTc: return "tc";
     case Path::kRows: return "rows";
+    case Path::kStrip: return "strip";
     default: return "ffma";
   }
 }

@@ -1,0 +1,265 @@
+// The FFMA path for strided problems with a short reduction per output (kb75,
+// kb81: 32 multiply-adds an output, 0.8 GB of fp32 output): their time is the
+// output's bytes. The phase kernels write each phase on its own, every sw-th
+// element of a row, so a warp's stores touch sw times the sectors they fill
+// (kb81 1.72 ms against a 0.29 ms floor, kb75 1.52 against 0.29). Here a block
+// owns CO_T channels of one image over a few output rows: per row segment it
+// computes every width phase into shared memory (each warp mostly inside one
+// phase, so its tap list is uniform and its input loads coalesce), then writes
+// the segment with 16-byte stores. The staging row is shifted by the global
+// row's misalignment so that aligned vectors in memory are aligned in shared
+// memory too. Rows of a height phase with no taps are bias or zero, written
+// straight out. The block's weights are staged once and serve all its rows.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "../convt_params.h"
+#include "convt_strip.h"
+
+namespace convt {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kMaxPhasesW = 64;
+constexpr int kColBytes = 2048;                 // a staged row segment a channel, at most
+constexpr int64_t kMaxWeightBytes = 64 * 1024;  // the block's weights, staged as acc_t
+constexpr int kMaxRows = 8;                     // output rows a block walks
+
+struct StripShape {
+  int tw;     // columns a segment: a multiple of sw, so a segment starts at width phase 0
+  int pitch;  // staged row pitch in elements: room for a shift of up to VEC - 1, a multiple of VEC
+  int col_tiles, rows;
+  int64_t row_tiles, co_tiles, blocks;
+  int64_t w_bytes;  // staged weights, 16-byte aligned size; the rows follow
+};
+
+constexpr int64_t align16(int64_t v) { return (v + 15) / 16 * 16; }
+
+// Sixteen bytes of one value repeated, built in registers (a local array went to the stack).
+template <typename scalar_t>
+__device__ __forceinline__ uint4 splat16(scalar_t v) {
+  if constexpr (sizeof(scalar_t) == 2) {
+    uint16_t h;
+    memcpy(&h, &v, 2);
+    const uint32_t u = h | uint32_t(h) << 16;
+    return make_uint4(u, u, u, u);
+  } else if constexpr (sizeof(scalar_t) == 4) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return make_uint4(u, u, u, u);
+  } else {
+    uint2 d;
+    memcpy(&d, &v, 8);
+    return make_uint4(d.x, d.y, d.x, d.y);
+  }
+}
+
+template <typename scalar_t, typename acc_t, int CO_T>
+__global__ void __launch_bounds__(kThreads)
+    convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
+                       const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
+  constexpr int VEC = 16 / sizeof(scalar_t);
+  extern __shared__ __align__(16) unsigned char smem[];
+  acc_t* w_s = reinterpret_cast<acc_t*>(smem);                 // [tap][ci][CO_T]
+  scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);  // [CO_T][pitch]
+  __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW];
+  __shared__ acc_t b_s[CO_T];
+
+  const int tid = threadIdx.x;
+  int64_t rest = blockIdx.x;
+  const int64_t rt = rest % s.row_tiles;
+  rest /= s.row_tiles;
+  const int64_t ct = rest % s.co_tiles;
+  rest /= s.co_tiles;
+  const int64_t g = rest % p.groups, n = rest / p.groups;
+  const int64_t co0 = ct * CO_T;
+  const int co_n = static_cast<int>(p.Cout_g - co0 < CO_T ? p.Cout_g - co0 : CO_T);
+  const int64_t KK = p.KH * p.KW;
+
+  const int64_t wn = KK * p.Cin_g * CO_T;
+  for (int64_t e = tid; e < wn; e += kThreads) {
+    const int c = static_cast<int>(e % CO_T);
+    const int64_t ci = e / CO_T % p.Cin_g, tap = e / CO_T / p.Cin_g;
+    w_s[e] = c < co_n ? static_cast<acc_t>(w[((g * p.Cin_g + ci) * p.Cout_g + co0 + c) * KK + tap]) : acc_t(0);
+  }
+  if (tid < CO_T) b_s[tid] = bias != nullptr && tid < co_n ? static_cast<acc_t>(bias[g * p.Cout_g + co0 + tid]) : acc_t(0);
+  const int phases_w = static_cast<int>(p.sw);
+  for (int r = tid; r < phases_w; r += kThreads) {
+    const PhaseTaps t = phase_taps(r, p.pw, p.sw, p.dw, p.KW);
+    k0w[r] = static_cast<int>(t.k0);
+    off0w[r] = t.k0 < p.KW ? static_cast<int>(tap_offset(r, p.pw, p.sw, p.dw, t.k0)) : 0;
+  }
+  // Every width phase has the same tap step; tap k0 + i*step reads column mw + off0 - i*diw.
+  const int stepw = static_cast<int>(phase_taps(0, p.pw, p.sw, p.dw, p.KW).step);
+  const int diw = static_cast<int>(stepw * p.dw / p.sw);
+  __syncthreads();
+
+  const int64_t HWin = p.Hin * p.Win, plane = p.Hout * p.Wout;
+  const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g) * HWin;
+  scalar_t* y_n = y + (n * p.Cout + g * p.Cout_g + co0) * plane;
+  const int mt = s.tw / phases_w;
+  const int nvk = (s.tw + 2 * (VEC - 1)) / VEC;  // vectors a channel's segment can touch
+  // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
+  const int plane_mis = static_cast<int>(plane & (VEC - 1));
+  const int64_t oh_end = std::min(p.Hout, (rt + 1) * s.rows);
+  for (int64_t oh = rt * s.rows; oh < oh_end; ++oh) {
+    const int64_t rh = oh % p.sh, mh = oh / p.sh;
+    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
+    const bool fill = th.k0 >= p.KH;
+    const int64_t ih0 = fill ? 0 : mh + tap_offset(rh, p.ph, p.sh, p.dh, th.k0);
+    const int64_t dih = th.step * p.dh / p.sh;
+    for (int tile = 0; tile < s.col_tiles; ++tile) {
+      const int64_t ow0 = int64_t(tile) * s.tw;
+      const int len = static_cast<int>(std::min<int64_t>(s.tw, p.Wout - ow0));
+      scalar_t* dst0 = y_n + oh * p.Wout + ow0;
+      const int mis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst0) / sizeof(scalar_t)) & (VEC - 1));
+      if (!fill) {
+        for (int i = tid; i < s.tw; i += kThreads) {
+          const int rw = i / mt, t = i - rw * mt;
+          const int j = rw + t * phases_w;
+          if (j >= len) continue;
+          acc_t acc[CO_T];
+#pragma unroll
+          for (int c = 0; c < CO_T; ++c) acc[c] = acc_t(0);
+          const int k0 = k0w[rw];
+          if (k0 < p.KW) {
+            const int64_t mw = ow0 / p.sw + t;
+            int64_t ih = ih0;
+            for (int64_t kh = th.k0; kh < p.KH; kh += th.step, ih -= dih) {
+              if (ih < 0 || ih >= p.Hin) continue;
+              const scalar_t* x_r = x_n + ih * p.Win;
+              int64_t iw = mw + off0w[rw];
+              for (int kw = k0; kw < p.KW; kw += stepw, iw -= diw) {
+                if (iw < 0 || iw >= p.Win) continue;
+                const acc_t* w_t = w_s + (kh * p.KW + kw) * p.Cin_g * CO_T;
+                const scalar_t* xp = x_r + iw;
+#pragma unroll 4
+                for (int64_t ci = 0; ci < p.Cin_g; ++ci, xp += HWin, w_t += CO_T) {
+                  const acc_t xv = static_cast<acc_t>(__ldg(xp));
+#pragma unroll
+                  for (int c = 0; c < CO_T; ++c) acc[c] += w_t[c] * xv;
+                }
+              }
+            }
+          }
+#pragma unroll
+          for (int c = 0; c < CO_T; ++c) {
+            const int mis = (mis0 + c * plane_mis) & (VEC - 1);
+            o_s[c * s.pitch + mis + j] = static_cast<scalar_t>(acc[c] + b_s[c]);
+          }
+        }
+        __syncthreads();
+      }
+      // Position q of a channel's segment is column q - mis; vector k covers q in [k*VEC, k*VEC + VEC).
+      for (int idx = tid; idx < co_n * nvk; idx += kThreads) {
+        const int c = idx / nvk, q0 = (idx - c * nvk) * VEC;
+        const int mis = (mis0 + c * plane_mis) & (VEC - 1);
+        if (q0 >= mis + len) continue;
+        scalar_t* vdst = dst0 + c * plane - mis + q0;
+        const scalar_t* src = o_s + c * s.pitch + q0;
+        const scalar_t fill_v = static_cast<scalar_t>(b_s[c]);
+        if (q0 >= mis && q0 + VEC <= mis + len) {
+          *reinterpret_cast<uint4*>(vdst) = fill ? splat16(fill_v) : *reinterpret_cast<const uint4*>(src);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            if (q0 + e >= mis && q0 + e < mis + len) vdst[e] = fill ? fill_v : src[e];
+          }
+        }
+      }
+      if (!fill) __syncthreads();  // the next segment restages the rows
+    }
+  }
+}
+
+int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 8 ? 8 : 16; }
+
+int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
+
+StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, int sms) {
+  const int64_t esize = at::elementSize(dtype), vec = 16 / esize;
+  StripShape s;
+  const int64_t cols = kColBytes / esize;
+  s.col_tiles = static_cast<int>((p.Wout + cols - 1) / cols);
+  // Even segments, each a whole number of width phases.
+  const int64_t per = (p.Wout + s.col_tiles - 1) / s.col_tiles;
+  s.tw = static_cast<int>((per + p.sw - 1) / p.sw * p.sw);
+  s.col_tiles = static_cast<int>((p.Wout + s.tw - 1) / s.tw);
+  s.pitch = static_cast<int>((s.tw + vec - 1 + vec - 1) / vec * vec);
+  s.co_tiles = (p.Cout_g + co_tile - 1) / co_tile;
+  s.w_bytes = align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
+  // Fewer rows a block where kMaxRows would leave under four blocks an SM.
+  s.rows = kMaxRows;
+  for (;;) {
+    s.row_tiles = (p.Hout + s.rows - 1) / s.rows;
+    s.blocks = p.N * p.groups * s.co_tiles * s.row_tiles;
+    if (s.rows == 1 || s.blocks >= int64_t(sms) * 4) break;
+    s.rows /= 2;
+  }
+  return s;
+}
+
+int64_t smem_bytes(const StripShape& s, at::ScalarType dtype, int co_tile) {
+  return s.w_bytes + int64_t(co_tile) * s.pitch * at::elementSize(dtype);
+}
+
+template <typename scalar_t, int CO_T>
+void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+            at::Tensor& out, cudaStream_t stream) {
+  using acc_t = at::opmath_type<scalar_t>;
+  auto kernel = convt_strip_kernel<scalar_t, acc_t, CO_T>;
+  const int64_t smem = smem_bytes(s, x.scalar_type(), CO_T);
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<static_cast<unsigned>(s.blocks), kThreads, static_cast<size_t>(smem), stream>>>(
+      p, s, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
+      b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+int sm_count(int device) {
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+}  // namespace
+
+bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
+  if (co_tile == 0) co_tile = auto_co_tile(p);
+  constexpr int64_t kInt = int64_t(1) << 30;  // columns, offsets and phase-table entries are 32-bit
+  if (p.sw > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt) return false;
+  if (p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype) > kMaxWeightBytes) return false;
+  const StripShape s = shape_for(p, dtype, co_tile, 1);
+  return s.blocks < (int64_t(1) << 31) && smem_bytes(s, dtype, co_tile) <= 200 * 1024;
+}
+
+bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {
+  // Taps a phase can have along each axis, times the group's input channels:
+  // multiply-adds an output, at most. 64 keeps the arithmetic under the stores'
+  // time on an H100 (kb81: 32 an output, 2.4 G in all against 0.8 GB stored).
+  const int64_t taps = ((p.KH + p.sh - 1) / p.sh) * ((p.KW + p.sw - 1) / p.sw);
+  return p.sh * p.sw > 1 && p.Cin_g * taps <= 64 && strip_supports(p, dtype, 0);
+}
+
+void launch_strip(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                  int co_tile, cudaStream_t stream) {
+  if (co_tile == 0) co_tile = auto_co_tile(p);
+  TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile), "convt: the strip kernel does not take this problem");
+  const StripShape s = shape_for(p, x.scalar_type(), co_tile, sm_count(x.get_device()));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_strip", [&] {
+    switch (co_tile) {
+      case 4: launch<scalar_t, 4>(p, s, x, w, b, out, stream); break;
+      case 8: launch<scalar_t, 8>(p, s, x, w, b, out, stream); break;
+      case 32: launch<scalar_t, 32>(p, s, x, w, b, out, stream); break;
+      default: launch<scalar_t, 16>(p, s, x, w, b, out, stream);
+    }
+  });
+}
+
+}  // namespace convt
