@@ -13,10 +13,12 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "../convt_params.h"
@@ -36,7 +38,10 @@ struct StripShape {
   int pitch;  // staged row pitch in elements: room for a shift of up to VEC - 1, a multiple of VEC
   int col_tiles, rows;
   int64_t row_tiles, co_tiles, blocks;
-  int64_t w_bytes;  // staged weights, 16-byte aligned size; the rows follow
+  int off_min;  // the lowest width offset any tap has: a segment's staged input starts there
+  int ncols;    // staged input columns a channel and height tap
+  int nth;      // height taps a row can have
+  int64_t w_bytes, o_bytes, x_bytes;  // staged weights, output rows, input; 16-byte aligned sizes
 };
 
 constexpr int64_t align16(int64_t v) { return (v + 15) / 16 * 16; }
@@ -60,14 +65,15 @@ __device__ __forceinline__ uint4 splat16(scalar_t v) {
   }
 }
 
-template <typename scalar_t, typename acc_t, int CO_T>
+template <typename scalar_t, typename acc_t, int CO_T, bool STREAM>
 __global__ void __launch_bounds__(kThreads)
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   constexpr int VEC = 16 / sizeof(scalar_t);
   extern __shared__ __align__(16) unsigned char smem[];
-  acc_t* w_s = reinterpret_cast<acc_t*>(smem);                 // [tap][ci][CO_T]
-  scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);  // [CO_T][pitch]
+  acc_t* w_s = reinterpret_cast<acc_t*>(smem);                               // [tap][ci][CO_T]
+  scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
+  scalar_t* x_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // [height tap][ci][ncols]
   __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW];
   __shared__ acc_t b_s[CO_T];
 
@@ -80,13 +86,18 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t g = rest % p.groups, n = rest / p.groups;
   const int64_t co0 = ct * CO_T;
   const int co_n = static_cast<int>(p.Cout_g - co0 < CO_T ? p.Cout_g - co0 : CO_T);
-  const int64_t KK = p.KH * p.KW;
+  const int KK = static_cast<int>(p.KH * p.KW), cin_g = static_cast<int>(p.Cin_g);
 
-  const int64_t wn = KK * p.Cin_g * CO_T;
-  for (int64_t e = tid; e < wn; e += kThreads) {
-    const int c = static_cast<int>(e % CO_T);
-    const int64_t ci = e / CO_T % p.Cin_g, tap = e / CO_T / p.Cin_g;
-    w_s[e] = c < co_n ? static_cast<acc_t>(w[((g * p.Cin_g + ci) * p.Cout_g + co0 + c) * KK + tap]) : acc_t(0);
+  // Weights: the tile's co_n * KK values of an input channel are contiguous in memory, so read them in
+  // that order (coalesced) and scatter to [tap][ci][c]; channels past the group's end stay zero.
+  const int per_ci = co_n * KK;
+  for (int e = tid; e < cin_g * per_ci; e += kThreads) {
+    const int ci = e / per_ci, r = e - ci * per_ci, c = r / KK, tap = r - c * KK;
+    w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w[((g * p.Cin_g + ci) * p.Cout_g + co0) * KK + r]);
+  }
+  for (int e = tid; e < KK * cin_g * (CO_T - co_n); e += kThreads) {
+    const int c = co_n + e % (CO_T - co_n), row = e / (CO_T - co_n);
+    w_s[row * CO_T + c] = acc_t(0);
   }
   if (tid < CO_T) b_s[tid] = bias != nullptr && tid < co_n ? static_cast<acc_t>(bias[g * p.Cout_g + co0 + tid]) : acc_t(0);
   const int phases_w = static_cast<int>(p.sw);
@@ -112,6 +123,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t rh = oh % p.sh, mh = oh / p.sh;
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const bool fill = th.k0 >= p.KH;
+    const int nth = fill ? 0 : static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
     const int64_t ih0 = fill ? 0 : mh + tap_offset(rh, p.ph, p.sh, p.dh, th.k0);
     const int64_t dih = th.step * p.dh / p.sh;
     for (int tile = 0; tile < s.col_tiles; ++tile) {
@@ -120,6 +132,16 @@ __global__ void __launch_bounds__(kThreads)
       scalar_t* dst0 = y_n + oh * p.Wout + ow0;
       const int mis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst0) / sizeof(scalar_t)) & (VEC - 1));
       if (!fill) {
+        // The input this segment reads, zero outside the image: every load issued at once, and the
+        // taps below need no bounds tests.
+        const int64_t iw_lo = ow0 / p.sw + s.off_min;
+        for (int e = tid; e < nth * cin_g * s.ncols; e += kThreads) {
+          const int col = e % s.ncols, r = e / s.ncols, ci = r % cin_g, i = r / cin_g;
+          const int64_t ih = ih0 - i * dih, iw = iw_lo + col;
+          x_s[e] = ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win ? __ldg(x_n + ci * HWin + ih * p.Win + iw)
+                                                                  : static_cast<scalar_t>(0);
+        }
+        __syncthreads();
         for (int i = tid; i < s.tw; i += kThreads) {
           const int rw = i / mt, t = i - rw * mt;
           const int j = rw + t * phases_w;
@@ -129,19 +151,16 @@ __global__ void __launch_bounds__(kThreads)
           for (int c = 0; c < CO_T; ++c) acc[c] = acc_t(0);
           const int k0 = k0w[rw];
           if (k0 < p.KW) {
-            const int64_t mw = ow0 / p.sw + t;
-            int64_t ih = ih0;
-            for (int64_t kh = th.k0; kh < p.KH; kh += th.step, ih -= dih) {
-              if (ih < 0 || ih >= p.Hin) continue;
-              const scalar_t* x_r = x_n + ih * p.Win;
-              int64_t iw = mw + off0w[rw];
-              for (int kw = k0; kw < p.KW; kw += stepw, iw -= diw) {
-                if (iw < 0 || iw >= p.Win) continue;
-                const acc_t* w_t = w_s + (kh * p.KW + kw) * p.Cin_g * CO_T;
-                const scalar_t* xp = x_r + iw;
+            const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
+            for (int hi = 0; hi < nth; ++hi) {
+              const int kh = static_cast<int>(th.k0 + hi * th.step);
+              int sw_i = 0;
+              for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
+                const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T;
+                const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
 #pragma unroll 4
-                for (int64_t ci = 0; ci < p.Cin_g; ++ci, xp += HWin, w_t += CO_T) {
-                  const acc_t xv = static_cast<acc_t>(__ldg(xp));
+                for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
+                  const acc_t xv = static_cast<acc_t>(*xp);
 #pragma unroll
                   for (int c = 0; c < CO_T; ++c) acc[c] += w_t[c] * xv;
                 }
@@ -165,7 +184,12 @@ __global__ void __launch_bounds__(kThreads)
         const scalar_t* src = o_s + c * s.pitch + q0;
         const scalar_t fill_v = static_cast<scalar_t>(b_s[c]);
         if (q0 >= mis && q0 + VEC <= mis + len) {
-          *reinterpret_cast<uint4*>(vdst) = fill ? splat16(fill_v) : *reinterpret_cast<const uint4*>(src);
+          const uint4 v = fill ? splat16(fill_v) : *reinterpret_cast<const uint4*>(src);
+          if constexpr (STREAM) {
+            __stcs(reinterpret_cast<uint4*>(vdst), v);
+          } else {
+            *reinterpret_cast<uint4*>(vdst) = v;
+          }
         } else {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
@@ -173,7 +197,8 @@ __global__ void __launch_bounds__(kThreads)
           }
         }
       }
-      if (!fill) __syncthreads();  // the next segment restages the rows
+      // No barrier here: the next segment writes x_s, read only before the barrier above, and o_s only
+      // after its own staging barrier.
     }
   }
 }
@@ -194,6 +219,15 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, in
   s.pitch = static_cast<int>((s.tw + vec - 1 + vec - 1) / vec * vec);
   s.co_tiles = (p.Cout_g + co_tile - 1) / co_tile;
   s.w_bytes = align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
+  s.o_bytes = align16(int64_t(co_tile) * s.pitch * esize);
+  // Offsets (phase + pad - k * dil) / stride over every phase and tap lie in [lo, hi].
+  auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const int64_t lo = floor_div(p.pw - (p.KW - 1) * p.dw, p.sw), hi = floor_div(p.sw - 1 + p.pw, p.sw);
+  s.off_min = static_cast<int>(lo);
+  s.ncols = static_cast<int>(s.tw / p.sw - 1 + hi - lo + 1);
+  const int64_t step_h = phase_taps(0, p.ph, p.sh, p.dh, p.KH).step;
+  s.nth = static_cast<int>((p.KH + step_h - 1) / step_h);
+  s.x_bytes = align16(int64_t(s.nth) * p.Cin_g * s.ncols * esize);
   // Fewer rows a block where kMaxRows would leave under four blocks an SM.
   s.rows = kMaxRows;
   for (;;) {
@@ -205,16 +239,16 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, in
   return s;
 }
 
-int64_t smem_bytes(const StripShape& s, at::ScalarType dtype, int co_tile) {
-  return s.w_bytes + int64_t(co_tile) * s.pitch * at::elementSize(dtype);
-}
+int64_t smem_bytes(const StripShape& s) { return s.w_bytes + s.o_bytes + s.x_bytes; }
 
 template <typename scalar_t, int CO_T>
 void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
             at::Tensor& out, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
-  auto kernel = convt_strip_kernel<scalar_t, acc_t, CO_T>;
-  const int64_t smem = smem_bytes(s, x.scalar_type(), CO_T);
+  const char* cs = std::getenv("CONVT_STRIP_STREAM");
+  auto kernel = cs != nullptr && *cs == '1' ? convt_strip_kernel<scalar_t, acc_t, CO_T, true>
+                                            : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
+  const int64_t smem = smem_bytes(s);
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   kernel<<<static_cast<unsigned>(s.blocks), kThreads, static_cast<size_t>(smem), stream>>>(
       p, s, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
@@ -232,11 +266,18 @@ int sm_count(int device) {
 
 bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
-  constexpr int64_t kInt = int64_t(1) << 30;  // columns, offsets and phase-table entries are 32-bit
-  if (p.sw > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt) return false;
+  // Columns, offsets, channels and phase-table entries are 32-bit.
+  constexpr int64_t kInt = int64_t(1) << 30;
+  if (p.sw > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
+      p.Cin_g * p.KH * p.KW >= kInt || p.sh >= kInt)
+    return false;
   if (p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype) > kMaxWeightBytes) return false;
   const StripShape s = shape_for(p, dtype, co_tile, 1);
-  return s.blocks < (int64_t(1) << 31) && smem_bytes(s, dtype, co_tile) <= 200 * 1024;
+  // The device's opt-in shared memory a block, less the kernel's static arrays (under 1 KB).
+  int optin = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
+  const int64_t limit = int64_t(optin) - 1024;
+  return s.blocks < (int64_t(1) << 31) && smem_bytes(s) <= limit;
 }
 
 bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {
