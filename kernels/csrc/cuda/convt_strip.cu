@@ -27,11 +27,12 @@
 namespace convt {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kMaxPhasesW = 64;
 constexpr int kColBytes = 2048;                 // a staged row segment a channel, at most
 constexpr int64_t kMaxWeightBytes = 64 * 1024;  // the block's weights, staged as acc_t
 constexpr int kMaxRows = 8;                     // output rows a block walks
+constexpr int64_t kStreamBytes = 64 << 20;      // outputs past this bypass L2 (H100: 50 MB)
 
 struct StripShape {
   int tw;     // columns a segment: a multiple of sw, so a segment starts at width phase 0
@@ -65,8 +66,30 @@ __device__ __forceinline__ uint4 splat16(scalar_t v) {
   }
 }
 
+// A weight row of CO_T channels from shared memory in 16-byte loads.
+template <typename acc_t, int CO_T>
+__device__ __forceinline__ void load_weights(const acc_t* w_t, acc_t (&wv)[CO_T]) {
+  if constexpr (sizeof(acc_t) == 4 && CO_T % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < CO_T / 4; ++k) {
+      const float4 v = reinterpret_cast<const float4*>(w_t)[k];
+      wv[4 * k] = v.x, wv[4 * k + 1] = v.y, wv[4 * k + 2] = v.z, wv[4 * k + 3] = v.w;
+    }
+  } else if constexpr (sizeof(acc_t) == 8 && CO_T % 2 == 0) {
+#pragma unroll
+    for (int k = 0; k < CO_T / 2; ++k) {
+      const double2 v = reinterpret_cast<const double2*>(w_t)[k];
+      wv[2 * k] = v.x, wv[2 * k + 1] = v.y;
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < CO_T; ++c) wv[c] = w_t[c];
+  }
+}
+
+// Three blocks an SM where the registers allow (the shared memory does at CO_T 16: kb81 47 KB a block).
 template <typename scalar_t, typename acc_t, int CO_T, bool STREAM>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3 : 1)
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   constexpr int VEC = 16 / sizeof(scalar_t);
@@ -77,7 +100,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW];
   __shared__ acc_t b_s[CO_T];
 
-  const int tid = threadIdx.x;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   int64_t rest = blockIdx.x;
   const int64_t rt = rest % s.row_tiles;
   rest /= s.row_tiles;
@@ -114,10 +137,14 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t HWin = p.Hin * p.Win, plane = p.Hout * p.Wout;
   const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g) * HWin;
   scalar_t* y_n = y + (n * p.Cout + g * p.Cout_g + co0) * plane;
-  const int mt = s.tw / phases_w;
-  const int nvk = (s.tw + 2 * (VEC - 1)) / VEC;  // vectors a channel's segment can touch
+  const int mt = s.tw / phases_w, mt2 = (mt + 1) / 2;
   // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
   const int plane_mis = static_cast<int>(plane & (VEC - 1));
+  // Staging walks [tap][ci][col] kThreads elements at a time; a thread's (tap, ci, col) advance by fixed
+  // steps, so no division per element.
+  const int q_step = kThreads / s.ncols, col_step = kThreads - q_step * s.ncols;
+  const int col_start = tid % s.ncols, r_start = tid / s.ncols;
+  const int ci_start = r_start % cin_g, hi_start = r_start / cin_g;
   const int64_t oh_end = std::min(p.Hout, (rt + 1) * s.rows);
   for (int64_t oh = rt * s.rows; oh < oh_end; ++oh) {
     const int64_t rh = oh % p.sh, mh = oh / p.sh;
@@ -135,20 +162,26 @@ __global__ void __launch_bounds__(kThreads)
         // The input this segment reads, zero outside the image: every load issued at once, and the
         // taps below need no bounds tests.
         const int64_t iw_lo = ow0 / p.sw + s.off_min;
+        int col = col_start, ci = ci_start, hi = hi_start;
         for (int e = tid; e < nth * cin_g * s.ncols; e += kThreads) {
-          const int col = e % s.ncols, r = e / s.ncols, ci = r % cin_g, i = r / cin_g;
-          const int64_t ih = ih0 - i * dih, iw = iw_lo + col;
+          const int64_t ih = ih0 - hi * dih, iw = iw_lo + col;
           x_s[e] = ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win ? __ldg(x_n + ci * HWin + ih * p.Win + iw)
                                                                   : static_cast<scalar_t>(0);
+          col += col_step;
+          int dr = q_step;
+          if (col >= s.ncols) col -= s.ncols, ++dr;
+          for (ci += dr; ci >= cin_g; ci -= cin_g) ++hi;
         }
         __syncthreads();
-        for (int i = tid; i < s.tw; i += kThreads) {
-          const int rw = i / mt, t = i - rw * mt;
-          const int j = rw + t * phases_w;
+        // Two columns a thread, t and t + mt2 of one width phase: one weight load serves both.
+        for (int i = tid; i < phases_w * mt2; i += kThreads) {
+          const int rw = i / mt2, t = i - rw * mt2;
+          const int j = rw + t * phases_w, j2 = j + mt2 * phases_w;
           if (j >= len) continue;
-          acc_t acc[CO_T];
+          const bool two = t + mt2 < mt && j2 < len;
+          acc_t acc[CO_T], acc2[CO_T];
 #pragma unroll
-          for (int c = 0; c < CO_T; ++c) acc[c] = acc_t(0);
+          for (int c = 0; c < CO_T; ++c) acc[c] = acc2[c] = acc_t(0);
           const int k0 = k0w[rw];
           if (k0 < p.KW) {
             const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
@@ -158,11 +191,17 @@ __global__ void __launch_bounds__(kThreads)
               for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
                 const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T;
                 const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
-#pragma unroll 4
+#pragma unroll 1
                 for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
-                  const acc_t xv = static_cast<acc_t>(*xp);
+                  // the second column's value may lie past the staged row (read, never used): x_s has slack
+                  const acc_t xv = static_cast<acc_t>(xp[0]), xv2 = static_cast<acc_t>(xp[mt2]);
+                  acc_t wv[CO_T];
+                  load_weights<acc_t, CO_T>(w_t, wv);
 #pragma unroll
-                  for (int c = 0; c < CO_T; ++c) acc[c] += w_t[c] * xv;
+                  for (int c = 0; c < CO_T; ++c) {
+                    acc[c] += wv[c] * xv;
+                    acc2[c] += wv[c] * xv2;
+                  }
                 }
               }
             }
@@ -171,29 +210,32 @@ __global__ void __launch_bounds__(kThreads)
           for (int c = 0; c < CO_T; ++c) {
             const int mis = (mis0 + c * plane_mis) & (VEC - 1);
             o_s[c * s.pitch + mis + j] = static_cast<scalar_t>(acc[c] + b_s[c]);
+            if (two) o_s[c * s.pitch + mis + j2] = static_cast<scalar_t>(acc2[c] + b_s[c]);
           }
         }
         __syncthreads();
       }
-      // Position q of a channel's segment is column q - mis; vector k covers q in [k*VEC, k*VEC + VEC).
-      for (int idx = tid; idx < co_n * nvk; idx += kThreads) {
-        const int c = idx / nvk, q0 = (idx - c * nvk) * VEC;
+      // A warp a channel, its lanes along the row. Position q of a channel's segment is column q - mis;
+      // vector k covers q in [k*VEC, k*VEC + VEC).
+      for (int c = warp; c < co_n; c += kThreads / 32) {
         const int mis = (mis0 + c * plane_mis) & (VEC - 1);
-        if (q0 >= mis + len) continue;
-        scalar_t* vdst = dst0 + c * plane - mis + q0;
-        const scalar_t* src = o_s + c * s.pitch + q0;
+        scalar_t* row = dst0 + c * plane - mis;
+        const scalar_t* src = o_s + c * s.pitch;
         const scalar_t fill_v = static_cast<scalar_t>(b_s[c]);
-        if (q0 >= mis && q0 + VEC <= mis + len) {
-          const uint4 v = fill ? splat16(fill_v) : *reinterpret_cast<const uint4*>(src);
-          if constexpr (STREAM) {
-            __stcs(reinterpret_cast<uint4*>(vdst), v);
+        const uint4 fill4 = splat16(fill_v);
+        for (int q0 = lane * VEC; q0 < mis + len; q0 += 32 * VEC) {
+          if (q0 >= mis && q0 + VEC <= mis + len) {
+            const uint4 v = fill ? fill4 : *reinterpret_cast<const uint4*>(src + q0);
+            if constexpr (STREAM) {
+              __stcs(reinterpret_cast<uint4*>(row + q0), v);
+            } else {
+              *reinterpret_cast<uint4*>(row + q0) = v;
+            }
           } else {
-            *reinterpret_cast<uint4*>(vdst) = v;
-          }
-        } else {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            if (q0 + e >= mis && q0 + e < mis + len) vdst[e] = fill ? fill_v : src[e];
+            for (int e = 0; e < VEC; ++e) {
+              if (q0 + e >= mis && q0 + e < mis + len) row[q0 + e] = fill ? fill_v : src[q0 + e];
+            }
           }
         }
       }
@@ -227,7 +269,8 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, in
   s.ncols = static_cast<int>(s.tw / p.sw - 1 + hi - lo + 1);
   const int64_t step_h = phase_taps(0, p.ph, p.sh, p.dh, p.KH).step;
   s.nth = static_cast<int>((p.KH + step_h - 1) / step_h);
-  s.x_bytes = align16(int64_t(s.nth) * p.Cin_g * s.ncols * esize);
+  // mt2 + 1 elements of slack: the paired column's read past the last staged row (never used)
+  s.x_bytes = align16((int64_t(s.nth) * p.Cin_g * s.ncols + s.tw / p.sw / 2 + 1) * esize);
   // Fewer rows a block where kMaxRows would leave under four blocks an SM.
   s.rows = kMaxRows;
   for (;;) {
@@ -245,9 +288,10 @@ template <typename scalar_t, int CO_T>
 void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
             at::Tensor& out, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
-  const char* cs = std::getenv("CONVT_STRIP_STREAM");
-  auto kernel = cs != nullptr && *cs == '1' ? convt_strip_kernel<scalar_t, acc_t, CO_T, true>
-                                            : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
+  // Outputs larger than L2 stream past it (evict-first stores: kb81 fp32 0.87 vs 1.01 ms); smaller ones
+  // stay for the next layer to read.
+  const bool stream_out = out.numel() * out.element_size() > kStreamBytes;
+  auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true> : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
   const int64_t smem = smem_bytes(s);
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   kernel<<<static_cast<unsigned>(s.blocks), kThreads, static_cast<size_t>(smem), stream>>>(
