@@ -32,6 +32,7 @@ constexpr int kMaxPhasesW = 64;
 constexpr int kColBytes = 2048;                 // a staged row segment a channel, at most
 constexpr int64_t kMaxWeightBytes = 64 * 1024;  // the block's weights, staged as acc_t
 constexpr int kMaxRows = 8;                     // output rows a block walks
+constexpr int kStageBatch = 4;                  // input loads a thread has in flight while staging
 constexpr int64_t kStreamBytes = 64 << 20;      // outputs past this bypass L2 (H100: 50 MB)
 
 struct StripShape {
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   constexpr int VEC = 16 / sizeof(scalar_t);
+  constexpr int SPLIT = CO_T >= 8 ? 2 : 1, CH = CO_T / SPLIT;  // channel parts, channels a thread
   extern __shared__ __align__(16) unsigned char smem[];
   acc_t* w_s = reinterpret_cast<acc_t*>(smem);                               // [tap][ci][CO_T]
   scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
@@ -163,25 +165,42 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
         // taps below need no bounds tests.
         const int64_t iw_lo = ow0 / p.sw + s.off_min;
         int col = col_start, ci = ci_start, hi = hi_start;
-        for (int e = tid; e < nth * cin_g * s.ncols; e += kThreads) {
-          const int64_t ih = ih0 - hi * dih, iw = iw_lo + col;
-          x_s[e] = ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win ? __ldg(x_n + ci * HWin + ih * p.Win + iw)
-                                                                  : static_cast<scalar_t>(0);
-          col += col_step;
-          int dr = q_step;
-          if (col >= s.ncols) col -= s.ncols, ++dr;
-          for (ci += dr; ci >= cin_g; ci -= cin_g) ++hi;
+        const int total = nth * cin_g * s.ncols;
+        for (int e0 = tid; e0 < total; e0 += kStageBatch * kThreads) {
+          // kStageBatch loads in flight before their stores (one at a time, each waited ~L2 latency)
+          scalar_t v[kStageBatch];
+#pragma unroll
+          for (int u = 0; u < kStageBatch; ++u) {
+            const int64_t ih = ih0 - hi * dih, iw = iw_lo + col;
+            v[u] = e0 + u * kThreads < total && ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win
+                       ? __ldg(x_n + ci * HWin + ih * p.Win + iw)
+                       : static_cast<scalar_t>(0);
+            col += col_step;
+            int dr = q_step;
+            if (col >= s.ncols) col -= s.ncols, ++dr;
+            for (ci += dr; ci >= cin_g; ci -= cin_g) ++hi;
+          }
+#pragma unroll
+          for (int u = 0; u < kStageBatch; ++u) {
+            if (e0 + u * kThreads < total) x_s[e0 + u * kThreads] = v[u];
+          }
         }
         __syncthreads();
-        // Two columns a thread, t and t + mt2 of one width phase: one weight load serves both.
-        for (int i = tid; i < phases_w * mt2; i += kThreads) {
-          const int rw = i / mt2, t = i - rw * mt2;
+        // Two columns a thread, t and t + mt2 of one width phase, so one weight load serves both; and
+        // the tile's channels split in SPLIT parts across consecutive warps, so the work of a segment's
+        // tapped phases spreads over the block (one part: kb81's three tapped phases were three warps
+        // of eight, the others waiting at the barrier).
+        const int pairs = phases_w * mt2;
+        for (int i = tid; i < (pairs + 31) / 32 * 32 * SPLIT; i += kThreads) {
+          const int blk = i / 32, part = blk % SPLIT, pi = blk / SPLIT * 32 + i % 32;
+          if (pi >= pairs) continue;
+          const int rw = pi / mt2, t = pi - rw * mt2;
           const int j = rw + t * phases_w, j2 = j + mt2 * phases_w;
           if (j >= len) continue;
           const bool two = t + mt2 < mt && j2 < len;
-          acc_t acc[CO_T], acc2[CO_T];
+          acc_t acc[CH], acc2[CH];
 #pragma unroll
-          for (int c = 0; c < CO_T; ++c) acc[c] = acc2[c] = acc_t(0);
+          for (int c = 0; c < CH; ++c) acc[c] = acc2[c] = acc_t(0);
           const int k0 = k0w[rw];
           if (k0 < p.KW) {
             const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
@@ -189,16 +208,16 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
               const int kh = static_cast<int>(th.k0 + hi * th.step);
               int sw_i = 0;
               for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
-                const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T;
+                const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
                 const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
 #pragma unroll 1
                 for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
                   // the second column's value may lie past the staged row (read, never used): x_s has slack
                   const acc_t xv = static_cast<acc_t>(xp[0]), xv2 = static_cast<acc_t>(xp[mt2]);
-                  acc_t wv[CO_T];
-                  load_weights<acc_t, CO_T>(w_t, wv);
+                  acc_t wv[CH];
+                  load_weights<acc_t, CH>(w_t, wv);
 #pragma unroll
-                  for (int c = 0; c < CO_T; ++c) {
+                  for (int c = 0; c < CH; ++c) {
                     acc[c] += wv[c] * xv;
                     acc2[c] += wv[c] * xv2;
                   }
@@ -207,10 +226,10 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
             }
           }
 #pragma unroll
-          for (int c = 0; c < CO_T; ++c) {
-            const int mis = (mis0 + c * plane_mis) & (VEC - 1);
-            o_s[c * s.pitch + mis + j] = static_cast<scalar_t>(acc[c] + b_s[c]);
-            if (two) o_s[c * s.pitch + mis + j2] = static_cast<scalar_t>(acc2[c] + b_s[c]);
+          for (int c = 0; c < CH; ++c) {
+            const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
+            o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[c] + b_s[cc]);
+            if (two) o_s[cc * s.pitch + mis + j2] = static_cast<scalar_t>(acc2[c] + b_s[cc]);
           }
         }
         __syncthreads();
