@@ -263,9 +263,6 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
-  // A stride and a short reduction an output: the stores are the time, and
-  // whole-row 16-byte stores beat every per-phase kernel's strided ones.
-  if (strip_preferred(p, dtype)) return {Path::kStrip};
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
   // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
   // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
@@ -274,6 +271,11 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
     a.rows = rows;
     return a;
   }
+  // A stride and a short reduction an output: the stores are the time, and whole-row 16-byte stores
+  // beat every per-phase kernel's strided ones (kb81 fp32 0.58 vs 1.72 ms, kb75 0.82 vs 1.52, fp16
+  // 0.55 and 0.65 vs 1.03 and 1.26: docs/kernel-notes.md v11). After the rows kernel: with 1-4
+  // channels a group it is 10x faster on depthwise-256-n16 (0.49 vs 4.85 ms).
+  if (strip_preferred(p, dtype)) return {Path::kStrip};
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
   // TF32 on Hopper, 33-64 output channels a group, phases at least 48 columns
   // wide (its tiles are 64) and a TMA-aligned input: the halo kernel, which reads

@@ -264,7 +264,10 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
   }
 }
 
-int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 8 ? 8 : 16; }
+// The group's channels rounded up to a tile, at most 32: a wider tile restages the input fewer times
+// (kb81, 64 channels: 0.58 ms with 32 against 0.72 with 16), a padded one computes zeros (kb75, 16
+// channels: 0.82 with 16, 1.21 with 32).
+int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 8 ? 8 : p.Cout_g <= 16 ? 16 : 32; }
 
 int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
 
