@@ -27,12 +27,12 @@
 namespace convt {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kMaxPhasesW = 64;
 constexpr int kColBytes = 2048;                 // a staged row segment a channel, at most
 constexpr int64_t kMaxWeightBytes = 64 * 1024;  // the block's weights, staged as acc_t
 constexpr int kMaxRows = 8;                     // output rows a block walks
-constexpr int kStageBatch = 4;                  // input loads a thread has in flight while staging
+constexpr int kStageBatch = 4;                  // staged columns a lane loads before storing, per row
 constexpr int64_t kStreamBytes = 64 << 20;      // outputs past this bypass L2 (H100: 50 MB)
 
 struct StripShape {
@@ -67,6 +67,15 @@ __device__ __forceinline__ uint4 splat16(scalar_t v) {
   }
 }
 
+template <bool STREAM>
+__device__ __forceinline__ void store16(void* dst, uint4 v) {
+  if constexpr (STREAM) {
+    __stcs(reinterpret_cast<uint4*>(dst), v);
+  } else {
+    *reinterpret_cast<uint4*>(dst) = v;
+  }
+}
+
 // A weight row of CO_T channels from shared memory in 16-byte loads.
 template <typename acc_t, int CO_T>
 __device__ __forceinline__ void load_weights(const acc_t* w_t, acc_t (&wv)[CO_T]) {
@@ -88,9 +97,10 @@ __device__ __forceinline__ void load_weights(const acc_t* w_t, acc_t (&wv)[CO_T]
   }
 }
 
-// Three blocks an SM where the registers allow (the shared memory does at CO_T 16: kb81 47 KB a block).
+// Blocks an SM the registers must allow: three at 16 channels (the shared memory allows three: kb81
+// 47 KB a block), two at 32 (uncapped, ptxas took 155 registers: one block).
 template <typename scalar_t, typename acc_t, int CO_T, bool STREAM>
-__global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3 : 1)
+__global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? (CO_T <= 16 ? 3 : 2) : 1)
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   constexpr int VEC = 16 / sizeof(scalar_t);
@@ -142,11 +152,6 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
   const int mt = s.tw / phases_w, mt2 = (mt + 1) / 2;
   // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
   const int plane_mis = static_cast<int>(plane & (VEC - 1));
-  // Staging walks [tap][ci][col] kThreads elements at a time; a thread's (tap, ci, col) advance by fixed
-  // steps, so no division per element.
-  const int q_step = kThreads / s.ncols, col_step = kThreads - q_step * s.ncols;
-  const int col_start = tid % s.ncols, r_start = tid / s.ncols;
-  const int ci_start = r_start % cin_g, hi_start = r_start / cin_g;
   const int64_t oh_end = std::min(p.Hout, (rt + 1) * s.rows);
   for (int64_t oh = rt * s.rows; oh < oh_end; ++oh) {
     const int64_t rh = oh % p.sh, mh = oh / p.sh;
@@ -164,25 +169,40 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
         // The input this segment reads, zero outside the image: every load issued at once, and the
         // taps below need no bounds tests.
         const int64_t iw_lo = ow0 / p.sw + s.off_min;
-        int col = col_start, ci = ci_start, hi = hi_start;
-        const int total = nth * cin_g * s.ncols;
-        for (int e0 = tid; e0 < total; e0 += kStageBatch * kThreads) {
-          // kStageBatch loads in flight before their stores (one at a time, each waited ~L2 latency)
-          scalar_t v[kStageBatch];
+        // A warp a pair of staged rows (height tap, channel), its lanes along the columns: the row's
+        // address and bounds once per row, and up to 2 x kStageBatch loads in flight before their stores.
+        const int nrows = nth * cin_g;
+        for (int r0 = warp; r0 < nrows; r0 += 2 * kWarps) {
+          const scalar_t* srow[2];
+          bool row_ok[2];
 #pragma unroll
-          for (int u = 0; u < kStageBatch; ++u) {
-            const int64_t ih = ih0 - hi * dih, iw = iw_lo + col;
-            v[u] = e0 + u * kThreads < total && ih >= 0 && ih < p.Hin && iw >= 0 && iw < p.Win
-                       ? __ldg(x_n + ci * HWin + ih * p.Win + iw)
-                       : static_cast<scalar_t>(0);
-            col += col_step;
-            int dr = q_step;
-            if (col >= s.ncols) col -= s.ncols, ++dr;
-            for (ci += dr; ci >= cin_g; ci -= cin_g) ++hi;
+          for (int h = 0; h < 2; ++h) {
+            const int r = r0 + h * kWarps, hi = r / cin_g, ci = r - hi * cin_g;
+            const int64_t ih = ih0 - hi * dih;
+            row_ok[h] = r < nrows && ih >= 0 && ih < p.Hin;
+            srow[h] = x_n + ci * HWin + (row_ok[h] ? ih : 0) * p.Win;
           }
+          for (int c0 = lane; c0 < s.ncols; c0 += 32 * kStageBatch) {
+            scalar_t v[2][kStageBatch];
 #pragma unroll
-          for (int u = 0; u < kStageBatch; ++u) {
-            if (e0 + u * kThreads < total) x_s[e0 + u * kThreads] = v[u];
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int col = c0 + 32 * u;
+                const int64_t iw = iw_lo + col;
+                v[h][u] = row_ok[h] && col < s.ncols && iw >= 0 && iw < p.Win ? __ldg(srow[h] + iw)
+                                                                            : static_cast<scalar_t>(0);
+              }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = r0 + h * kWarps;
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int col = c0 + 32 * u;
+                if (r < nrows && col < s.ncols) x_s[r * s.ncols + col] = v[h][u];
+              }
+            }
           }
         }
         __syncthreads();
@@ -234,29 +254,28 @@ __global__ void __launch_bounds__(kThreads, CO_T <= 16 && sizeof(acc_t) == 4 ? 3
         }
         __syncthreads();
       }
-      // A warp a channel, its lanes along the row. Position q of a channel's segment is column q - mis;
-      // vector k covers q in [k*VEC, k*VEC + VEC).
-      for (int c = warp; c < co_n; c += kThreads / 32) {
-        const int mis = (mis0 + c * plane_mis) & (VEC - 1);
+      // A warp a channel, its lanes along the row. Position q of a channel's segment is column q - mis:
+      // whole 16-byte vectors k in [k_lo, k_hi) first, then the partial vectors at either end, an
+      // element a lane (branching per vector cost ~60 instructions a stored vector, ncu v11).
+      for (int c = warp; c < co_n; c += kWarps) {
+        const int mis = (mis0 + c * plane_mis) & (VEC - 1), end = mis + len;
+        const int k_lo = mis > 0 ? 1 : 0, k_hi = end / VEC;
         scalar_t* row = dst0 + c * plane - mis;
         const scalar_t* src = o_s + c * s.pitch;
         const scalar_t fill_v = static_cast<scalar_t>(b_s[c]);
-        const uint4 fill4 = splat16(fill_v);
-        for (int q0 = lane * VEC; q0 < mis + len; q0 += 32 * VEC) {
-          if (q0 >= mis && q0 + VEC <= mis + len) {
-            const uint4 v = fill ? fill4 : *reinterpret_cast<const uint4*>(src + q0);
-            if constexpr (STREAM) {
-              __stcs(reinterpret_cast<uint4*>(row + q0), v);
-            } else {
-              *reinterpret_cast<uint4*>(row + q0) = v;
-            }
-          } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-              if (q0 + e >= mis && q0 + e < mis + len) row[q0 + e] = fill ? fill_v : src[q0 + e];
-            }
-          }
+        if (fill) {
+          const uint4 v = splat16(fill_v);
+          for (int k = k_lo + lane; k < k_hi; k += 32) store16<STREAM>(row + k * VEC, v);
+        } else {
+          for (int k = k_lo + lane; k < k_hi; k += 32)
+            store16<STREAM>(row + k * VEC, *reinterpret_cast<const uint4*>(src + k * VEC));
         }
+        // lanes 0..VEC-1: the head [mis, VEC) when mis > 0; lanes 16..16+VEC-1: the tail from the
+        // last whole vector (or from the head's end) to end
+        const int tail = (k_hi > k_lo ? k_hi : k_lo) * VEC;
+        const int q = lane < 16 ? lane : tail + lane - 16;
+        const bool ok = lane < 16 ? lane < VEC && mis > 0 && q >= mis && q < end : lane - 16 < VEC && q < end;
+        if (ok) row[q] = fill ? fill_v : src[q];
       }
       // No barrier here: the next segment writes x_s, read only before the barrier above, and o_s only
       // after its own staging barrier.
