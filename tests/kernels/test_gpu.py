@@ -62,6 +62,12 @@ def precision(request):
     torch.backends.cudnn.allow_tf32 = old
 
 
+def path_taken(case: Case, dtype) -> str:
+    """The CUDA path the op picks for this case's operands (under the current CONVT_CUDA_ALGO and TF32 switch)."""
+    x, w, _ = case.tensors(dtype, "cuda", torch.Generator().manual_seed(0))
+    return torch.ops.convt.cuda_path(x, w, *case.args())
+
+
 def check_cuda(case: Case, prec: str, seed: int, out_offset: int = 0) -> float:
     """out_offset: elements before the output in its buffer, so its rows start off 16-byte boundaries."""
     dtype = TORCH_DTYPE[prec]
@@ -132,9 +138,7 @@ def test_halo_kernel_cuda(seed, precision, i, algo):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     if torch.cuda.get_device_capability() == (9, 0) and case.n > 0:
-        gen = torch.Generator().manual_seed(0)
-        x, w, _ = case.tensors(torch.float32, "cuda", gen)
-        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "wgh", f"not on the halo kernel: {case}"
+        assert path_taken(case, torch.float32) == "wgh", f"not on the halo kernel: {case}"
     check_cuda(case, precision, seed * 7919 + i)
 
 
@@ -159,9 +163,7 @@ def test_rows_kernel_cuda(seed, precision, i, monkeypatch):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     if case.n > 0:
-        gen = torch.Generator().manual_seed(0)
-        x, w, _ = case.tensors(TORCH_DTYPE[precision], "cuda", gen)
-        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "rows", f"not on the rows kernel: {case}"
+        assert path_taken(case, TORCH_DTYPE[precision]) == "rows", f"not on the rows kernel: {case}"
     check_cuda(case, precision, seed * 104729 + i)
 
 
@@ -190,9 +192,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     if case.n > 0:
-        gen = torch.Generator().manual_seed(0)
-        x, w, _ = case.tensors(TORCH_DTYPE[precision], "cuda", gen)
-        assert torch.ops.convt.cuda_path(x, w, *case.args()) == "strip", f"not on the strip kernel: {case}"
+        assert path_taken(case, TORCH_DTYPE[precision]) == "strip", f"not on the strip kernel: {case}"
     check_cuda(case, precision, seed * 15485863 + i, out_offset=rng.choice([0, 1, 3]))
 
 
