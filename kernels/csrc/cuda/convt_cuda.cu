@@ -272,8 +272,8 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
     return a;
   }
   // A stride and a short reduction an output: the stores are the time, and whole-row 16-byte stores
-  // beat every per-phase kernel's strided ones (kb81 fp32 0.58 vs 1.72 ms, kb75 0.82 vs 1.52, fp16
-  // 0.55 and 0.65 vs 1.03 and 1.26: docs/kernel-notes.md v11). After the rows kernel: with 1-4
+  // beat every per-phase kernel's strided ones (kb81 fp32 0.58 vs 1.72 ms, kb75 0.80 vs 1.52, fp16
+  // 0.48 and 0.60 vs 1.03 and 1.26: docs/kernel-notes.md v11). After the rows kernel: with 1-4
   // channels a group it is 10x faster on depthwise-256-n16 (0.49 vs 4.85 ms).
   if (strip_preferred(p, dtype)) return {Path::kStrip};
   if (!tc_ok || p.Cin_g < 8 || p.Cout_g < 16 || short_k) return {Path::kFfma};
