@@ -18,6 +18,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (1, 56, 1, (9, 9), (21, 19), 3, 4, 2, 1, 1, torch.float32, "rows8", True),
     (2, 12, 6, (4, 3), (7, 9), (2, 1), 1, 1, (1, 2), 3, torch.float16, "rows4", True),
     (2, 6, 3, (3, 3), (5, 6), 5, 1, 4, (1, 2), 1, torch.float32, "rows", False),
+    # rows kernel with input channels split over warps (a shared-memory sum): 8 warps, and 4 in double
+    (1, 56, 1, (9, 9), (21, 19), 3, 4, 2, 1, 1, torch.float32, "rows8k8", True),
+    (3, 37, 3, (4, 4), (9, 7), 2, 1, 1, 1, 1, torch.float64, "rows8k4", True),
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
     # strip kernel: two column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
     (2, 6, 40, (3, 3), (5, 140), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),

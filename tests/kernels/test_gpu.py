@@ -36,7 +36,9 @@ WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
 # The strip kernel's three channel tiles (4, its pick, 32).
 STRIP_ALGOS = ["strip4", "strip", "strip32"]
-ALGOS = ["ffma", "rows4", "rows8", *STRIP_ALGOS, "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
+# The rows kernel's tiles: outputs a thread, and k warps splitting the input channels.
+ROWS_ALGOS = ["rows4", "rows8", "rows4k2", "rows8k4", "rows8k8"]
+ALGOS = ["ffma", *ROWS_ALGOS, *STRIP_ALGOS, "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 
@@ -145,10 +147,11 @@ def test_halo_kernel_cuda(seed, precision, i, algo):
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_rows_kernel_cuda(seed, precision, i, monkeypatch):
-    """Random problems with 1-4 output channels a group and height dilation 1 on the rows kernel (forced, its
-    tile by its own pick; the heuristic leaves many-channel problems with few threads to FFMA): row strips cut by the image edge, 1-5 height taps a phase, pure-fill phases, groups, width
-    dilation, padding past the kernel, non-contiguous input."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", "rows")
+    """Random problems with 1-4 output channels a group and height dilation 1 on the rows kernel (forced: its
+    own pick, then each tile and input-channel split in turn): row strips cut by the image edge, 1-5 height taps a
+    phase, pure-fill phases, groups, width dilation, padding past the kernel, channels fewer than the split
+    warps, non-contiguous input."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", ["rows", *ROWS_ALGOS, "rows8k2"][i % 7])
     rng = random.Random(seed * 104729 + i)
     case = random_case(rng, max_hw=6, max_ch=3)
     sh = rng.randint(1, 4)

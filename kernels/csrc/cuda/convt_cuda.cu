@@ -193,7 +193,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
-// ffma; rows, rows4, rows8 (the FFMA path for 1-4 output channels a group); strip, strip4,
+// ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
+// group: outputs a thread, k: warps splitting the input channels); strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
@@ -205,7 +206,7 @@ struct Algo {
   TcTile tc_tile = TcTile::kAuto;
   WgTile wg_tile = WgTile::kAuto;
   WghTile wgh_tile = WghTile::kAuto;
-  int rows = 0;  // outputs a thread on the rows kernel; 0: its pick
+  RowsTile rows;  // the rows kernel's tile; 0s: its pick
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
 };
 
@@ -216,11 +217,15 @@ struct Forced {
 constexpr Forced kForced[] = {
     {"ffma", {Path::kFfma}},
     {"rows", {Path::kRows}},
-    {"rows4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 4}},
-    {"rows8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 8}},
+    {"rows4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {4, 1}}},
+    {"rows8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 1}}},
+    {"rows4k2", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {4, 2}}},
+    {"rows8k2", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 2}}},
+    {"rows8k4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 4}}},
+    {"rows8k8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 8}}},
     {"strip", {Path::kStrip}},
-    {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 0, 4}},
-    {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, 0, 32}},
+    {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
+    {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
     {"tc", {Path::kTc}},
     {"tc32", {Path::kTc, TcTile::kBN32}},
     {"tc64", {Path::kTc, TcTile::kBN64}},
@@ -255,7 +260,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -266,7 +271,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
   // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
   // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
-  if (const int rows = rows_preferred(p, x.get_device())) {
+  if (const RowsTile rows = rows_preferred(p, dtype, x.get_device()); rows.rows != 0) {
     Algo a{Path::kRows};
     a.rows = rows;
     return a;

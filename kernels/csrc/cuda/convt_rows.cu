@@ -21,21 +21,30 @@
 namespace convt {
 namespace {
 
-constexpr int kThreads = 128;
+// Warps a block: 4, or the split where it is 8 (a block covers 32 x warps / split threads' outputs).
+int block_warps(int split) { return split > 4 ? split : 4; }
 
+// split: warps sharing one thread's outputs, each over every split-th input channel, summed through shared
+// memory at the end. FSRCNN's last layer (56 channels, one output) and an RGB output (64 channels, batch 64)
+// leave under 16 warps an SM at one thread a column: each thread then walks every channel serially with its
+// loads exposed; split warps multiply the threads and divide the walk.
+// Two blocks of 8 warps an SM at least: 128 registers (the unrolled channel loop keeps two windows in flight).
 template <typename scalar_t, typename acc_t, int CO_T, int NTH, int ROWS>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(256, 2)
     convt_rows_kernel(const ConvTParams p, const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
-                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
+                      const scalar_t* __restrict__ bias, scalar_t* __restrict__ y, int split) {
   constexpr int kWin = ROWS + NTH - 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int part = warp % split;  // this warp's share of the input channels
   const int64_t phases_w = p.sw < p.Wout ? p.sw : p.Wout;
   const int64_t rh = blockIdx.y / phases_w, rw = blockIdx.y % phases_w;
   const int64_t g = blockIdx.z;
   const int64_t Mh = phase_extent(rh, p.sh, p.Hout), Mw = phase_extent(rw, p.sw, p.Wout);
   const int64_t strips = (Mh + ROWS - 1) / ROWS;
-  const int64_t q = int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (Mw == 0 || q >= p.N * strips * Mw) return;  // no barrier below: a thread past the phase just leaves
-  const int64_t mw = q % Mw, n = q / Mw / strips, mh0 = (q / Mw) % strips * ROWS;
+  const int64_t q = (int64_t(blockIdx.x) * (blockDim.x / 32 / split) + warp / split) * 32 + lane;
+  const bool active = Mw > 0 && q < p.N * strips * Mw;
+  if (!active && split == 1) return;  // no barrier without a split: a thread past the phase just leaves
+  const int64_t mw = active ? q % Mw : 0, n = active ? q / Mw / strips : 0, mh0 = active ? (q / Mw) % strips * ROWS : 0;
 
   acc_t acc[CO_T][ROWS];
 #pragma unroll
@@ -45,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
   const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-  if (th.k0 < p.KH && tw.k0 < p.KW) {  // else a pure fill: bias or zero
+  if (active && th.k0 < p.KH && tw.k0 < p.KW) {  // else a pure fill: bias or zero
     const int nth = static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
     const int64_t low = mh0 + tap_offset(rh, p.ph, p.sh, p.dh, th.k0) - (nth - 1);  // the window's first row
     const int64_t HWin = p.Hin * p.Win, KK = p.KH * p.KW, w_ci = p.Cout_g * KK;
@@ -57,14 +66,16 @@ __global__ void __launch_bounds__(kThreads)
     int64_t w_tap[NTH];
 #pragma unroll
     for (int i = 0; i < NTH; ++i) w_tap[i] = i < nth ? (th.k0 + (nth - 1 - i) * th.step) * p.KW : 0;
-    const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g) * HWin + low * p.Win;
-    const scalar_t* w_g = w + g * p.Cin_g * w_ci;
+    const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g + part) * HWin + low * p.Win;
+    const scalar_t* w_g = w + (g * p.Cin_g + part) * w_ci;
+    const int64_t x_step = split * HWin, w_step = split * w_ci;
     for (int64_t kw = tw.k0; kw < p.KW; kw += tw.step) {
       const int64_t iw = mw + tap_offset(rw, p.pw, p.sw, p.dw, kw);
       if (iw < 0 || iw >= p.Win) continue;
       const scalar_t* x_c = x_n + iw;
       const scalar_t* w_c = w_g + kw;
-      for (int64_t ci = 0; ci < p.Cin_g; ++ci, x_c += HWin, w_c += w_ci) {
+#pragma unroll 2
+      for (int64_t ci = part; ci < p.Cin_g; ci += split, x_c += x_step, w_c += w_step) {
         acc_t xv[kWin];
 #pragma unroll
         for (int u = 0; u < kWin; ++u) xv[u] = (in_rows >> u & 1u) ? static_cast<acc_t>(x_c[u * p.Win]) : acc_t(0);
@@ -85,6 +96,29 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  if (split > 1) {
+    // Each warp's partial sums to shared memory, then each thread of a split set sums every split-th of
+    // its set's (channel, row) outputs and keeps that one.
+    extern __shared__ unsigned char rows_smem[];
+    acc_t* red = reinterpret_cast<acc_t*>(rows_smem);
+    constexpr int kOut = CO_T * ROWS;
+#pragma unroll
+    for (int c = 0; c < CO_T; ++c)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) red[(warp * kOut + c * ROWS + r) * 32 + lane] = acc[c][r];
+    __syncthreads();
+    if (!active) return;
+    const int set = warp - part;
+#pragma unroll
+    for (int j = 0; j < kOut; ++j) {
+      if ((j & (split - 1)) == part) {
+        acc_t sum = acc_t(0);
+        for (int k = 0; k < split; ++k) sum += red[((set + k) * kOut + j) * 32 + lane];
+        acc[j / ROWS][j % ROWS] = sum;
+      }
+    }
+  }
+
 #pragma unroll
   for (int c = 0; c < CO_T; ++c) {
     if (c < p.Cout_g) {
@@ -93,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
       scalar_t* y_c = y + ((n * p.Cout + oc) * p.Hout + rh) * p.Wout + rw + mw * p.sw;
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
-        if (mh0 + r < Mh) y_c[(mh0 + r) * p.sh * p.Wout] = static_cast<scalar_t>(acc[c][r] + bv);
+        if (mh0 + r < Mh && ((c * ROWS + r) & (split - 1)) == part) y_c[(mh0 + r) * p.sh * p.Wout] = static_cast<scalar_t>(acc[c][r] + bv);
       }
     }
   }
@@ -109,78 +143,105 @@ int64_t row_threads(const ConvTParams& p, int rows) {
 
 template <typename scalar_t, int CO_T, int NTH, int ROWS>
 void launch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-            cudaStream_t stream) {
+            int split, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
-  const dim3 grid(static_cast<unsigned>((row_threads(p, ROWS) + kThreads - 1) / kThreads),
+  const int warps = block_warps(split);
+  const int64_t per_block = 32 * warps / split;  // output columns (threads' worth of outputs) a block
+  const size_t smem = split > 1 ? size_t(warps) * CO_T * ROWS * 32 * sizeof(acc_t) : 0;
+  const dim3 grid(static_cast<unsigned>((row_threads(p, ROWS) + per_block - 1) / per_block),
                   static_cast<unsigned>(std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout)),
                   static_cast<unsigned>(p.groups));
-  convt_rows_kernel<scalar_t, acc_t, CO_T, NTH, ROWS><<<grid, kThreads, 0, stream>>>(
+  convt_rows_kernel<scalar_t, acc_t, CO_T, NTH, ROWS><<<grid, 32 * warps, smem, stream>>>(
       p, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
-      b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());
+      b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>(), split);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename scalar_t, int CO_T, int ROWS>
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 cudaStream_t stream) {
+                 int split, cudaStream_t stream) {
   const int64_t t = max_row_taps(p);
   if (t <= 2) {
-    launch<scalar_t, CO_T, 2, ROWS>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, 2, ROWS>(p, x, w, b, out, split, stream);
   } else if (t <= 3) {
-    launch<scalar_t, CO_T, 3, ROWS>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, 3, ROWS>(p, x, w, b, out, split, stream);
   } else {
-    launch<scalar_t, CO_T, kRowsMaxTaps, ROWS>(p, x, w, b, out, stream);
+    launch<scalar_t, CO_T, kRowsMaxTaps, ROWS>(p, x, w, b, out, split, stream);
   }
 }
 
 template <typename scalar_t, int ROWS>
 void launch_cout(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 cudaStream_t stream) {
+                 int split, cudaStream_t stream) {
   if (p.Cout_g == 1) {
-    launch_taps<scalar_t, 1, ROWS>(p, x, w, b, out, stream);
+    launch_taps<scalar_t, 1, ROWS>(p, x, w, b, out, split, stream);
   } else if (p.Cout_g == 2) {
-    launch_taps<scalar_t, 2, ROWS>(p, x, w, b, out, stream);
+    launch_taps<scalar_t, 2, ROWS>(p, x, w, b, out, split, stream);
   } else {
-    launch_taps<scalar_t, 4, ROWS>(p, x, w, b, out, stream);
+    launch_taps<scalar_t, 4, ROWS>(p, x, w, b, out, split, stream);
   }
+}
+
+// Warps of the whole grid at this tile (the y and z dimensions: phases and groups).
+int64_t grid_warps(const ConvTParams& p, int rows) {
+  return (row_threads(p, rows) + 31) / 32 * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
+}
+
+int sm_count(int device) {
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// The widest split the kernel takes: 8 warps, 4 in double (its shared sums would pass 48 KB).
+int max_split(at::ScalarType dtype) { return dtype == at::kDouble ? 4 : 8; }
+
+// The split for the 8-row tile: the least that gives 48 warps an SM, at least 4 input channels a warp.
+int auto_split(const ConvTParams& p, at::ScalarType dtype, int sms) {
+  int split = 1;
+  while (split < max_split(dtype) && p.Cin_g >= 8 * split && grid_warps(p, 8) * split < int64_t(sms) * 48) split *= 2;
+  return split;
 }
 
 }  // namespace
 
 bool rows_supports(const ConvTParams& p) {
-  // Grid limits: pixel blocks in x, phases in y, groups in z.
+  // Grid limits: pixel blocks in x (32 threads' outputs a block at the widest split), phases in y, groups in z.
   return p.Cout_g >= 1 && p.Cout_g <= kRowsMaxCout && p.dh == 1 && max_row_taps(p) <= kRowsMaxTaps &&
          p.groups <= 65535 && std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) <= 65535 &&
-         (row_threads(p, 4) + kThreads - 1) / kThreads < (int64_t(1) << 31) && p.Hin * p.Win < (int64_t(1) << 40);
+         (row_threads(p, 4) + 31) / 32 < (int64_t(1) << 31) && p.Hin * p.Win < (int64_t(1) << 40);
 }
 
-namespace {
-// Threads of the 8-row tile against 16 warps an SM.
-bool fills_with_8_rows(const ConvTParams& p, int device) {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return row_threads(p, 8) * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout) >= int64_t(sms) * 16 * 32;
-}
-}  // namespace
-
-int rows_preferred(const ConvTParams& p, int device) {
-  if (!rows_supports(p)) return 0;
-  const bool fills = fills_with_8_rows(p, device);
-  if (p.Cin_g > 16 && !fills) return 0;
-  return fills ? 8 : 4;
+RowsTile rows_preferred(const ConvTParams& p, at::ScalarType dtype, int device) {
+  if (!rows_supports(p)) return {};
+  const int sms = sm_count(device);
+  // 8 rows a thread reuse a window best. Where they leave the GPU under 16 warps an SM, split warps over the
+  // input channels make up the threads; with too few channels to split, 4 rows a thread (their loop over the
+  // channels stays short), and past 16 channels the FFMA kernel.
+  const int split = auto_split(p, dtype, sms);
+  if (grid_warps(p, 8) * split >= int64_t(sms) * 16) return {8, split};
+  if (p.Cin_g > 16) return {};
+  return {4, 1};
 }
 
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 int rows, cudaStream_t stream) {
+                 RowsTile tile, cudaStream_t stream) {
   TORCH_CHECK(rows_supports(p), "convt: the rows kernel does not take this problem");
-  // 8 rows a thread reuse a window best; 4 where 8 would leave the GPU under 16 warps an SM (a thread loops
-  // over every input channel of its group in turn).
-  if (rows == 0) rows = fills_with_8_rows(p, x.get_device()) ? 8 : 4;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_rows", [&] {
-    if (rows == 8) {
-      launch_cout<scalar_t, 8>(p, x, w, b, out, stream);
+  const at::ScalarType dtype = x.scalar_type();
+  if (tile.rows == 0) {
+    const RowsTile pick = rows_preferred(p, dtype, x.get_device());
+    tile.rows = pick.rows != 0 ? pick.rows : 4;
+    if (tile.split == 0) tile.split = pick.rows != 0 ? pick.split : 1;
+  }
+  if (tile.split == 0) tile.split = tile.rows == 8 ? auto_split(p, dtype, sm_count(x.get_device())) : 1;
+  tile.split = std::min(tile.split, max_split(dtype));
+  TORCH_CHECK(tile.split == 1 || tile.split == 2 || tile.split == 4 || tile.split == 8,
+              "convt: the rows kernel splits over 1, 2, 4 or 8 warps, not ", tile.split);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "convt_rows", [&] {
+    if (tile.rows == 8) {
+      launch_cout<scalar_t, 8>(p, x, w, b, out, tile.split, stream);
     } else {
-      launch_cout<scalar_t, 4>(p, x, w, b, out, stream);
+      launch_cout<scalar_t, 4>(p, x, w, b, out, tile.split, stream);
     }
   });
 }

@@ -14,12 +14,18 @@ constexpr int kRowsMaxTaps = 5;  // height taps a phase (kernel height over stri
 
 // Height dilation 1 (the taps' rows are consecutive), few channels and taps, and the grid's limits.
 bool rows_supports(const ConvTParams& p);
-// The outputs a thread (8, or 4 where 8 would leave the GPU under 16 warps an SM) where the heuristic takes
-// it, else 0: a thread loops over its group's input channels in turn, so with many of them and too few
-// threads to hide that (dcgan-64-3-n64: 0.150 ms against the FFMA kernel's 0.140) the FFMA kernel stays.
-int rows_preferred(const ConvTParams& p, int device);
-// rows: outputs a thread, 4 or 8; 0 picks by the thread count.
+// rows: outputs a thread (4 or 8); split: warps that share them, each summing every split-th input channel
+// (1, 2, 4 or 8; at most 4 in double). 0: the kernel's pick.
+struct RowsTile {
+  int rows = 0;
+  int split = 0;
+};
+
+// The tile where the heuristic takes the rows kernel, else rows == 0: the 8-row tile with the input
+// channels split over enough warps to give 48 warps an SM (at least 4 channels a warp); 4 rows unsplit
+// where that still leaves the GPU under 16 warps an SM and a group has at most 16 input channels.
+RowsTile rows_preferred(const ConvTParams& p, at::ScalarType dtype, int device);
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 int rows, cudaStream_t stream);
+                 RowsTile tile, cudaStream_t stream);
 
 }  // namespace convt
