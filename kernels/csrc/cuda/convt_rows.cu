@@ -200,11 +200,19 @@ int sm_count(int device) {
 // The widest split the kernel takes: 8 warps, 4 in double (its shared sums would pass 48 KB).
 int max_split(at::ScalarType dtype) { return dtype == at::kDouble ? 4 : 8; }
 
-// The split for the 8-row tile: the least that gives 48 warps an SM, at least 4 input channels a warp.
+// The split for the 8-row tile: the one with the least waves x channels a warp, at 16 resident warps an SM
+// (two blocks of 8 warps at the 128-register cap) and at least 4 input channels a warp; ties to the smaller.
+// Measured (docs/kernel-notes.md v12): fsrcnn-56-1-n1 (1.1 waves unsplit) best at 4, dcgan-64-3-n64 (0.5
+// waves) at 2, depthwise (one channel a group) unsplit.
 int auto_split(const ConvTParams& p, at::ScalarType dtype, int sms) {
-  int split = 1;
-  while (split < max_split(dtype) && p.Cin_g >= 8 * split && grid_warps(p, 8) * split < int64_t(sms) * 48) split *= 2;
-  return split;
+  const int64_t warps = grid_warps(p, 8), cap = int64_t(sms) * 16;
+  int best = 1;
+  double best_t = static_cast<double>((warps + cap - 1) / cap);
+  for (int split = 2; split <= max_split(dtype) && p.Cin_g >= 4 * split; split *= 2) {
+    const double t = static_cast<double>((warps * split + cap - 1) / cap) / split;
+    if (t < best_t) best = split, best_t = t;
+  }
+  return best;
 }
 
 }  // namespace
@@ -219,11 +227,11 @@ bool rows_supports(const ConvTParams& p) {
 RowsTile rows_preferred(const ConvTParams& p, at::ScalarType dtype, int device) {
   if (!rows_supports(p)) return {};
   const int sms = sm_count(device);
-  // 8 rows a thread reuse a window best. Where they leave the GPU under 16 warps an SM, split warps over the
-  // input channels make up the threads; with too few channels to split, 4 rows a thread (their loop over the
-  // channels stays short), and past 16 channels the FFMA kernel.
+  // 8 rows a thread reuse a window best: unsplit where they give 16 warps an SM, split where splitting fills
+  // the waves better and gives at least 8; else 4 rows a thread (their loop over the channels stays short)
+  // with at most 16 channels a group, and past that the FFMA kernel.
   const int split = auto_split(p, dtype, sms);
-  if (grid_warps(p, 8) * split >= int64_t(sms) * 16) return {8, split};
+  if (grid_warps(p, 8) * split >= int64_t(sms) * (split > 1 ? 8 : 16)) return {8, split};
   if (p.Cin_g > 16) return {};
   return {4, 1};
 }

@@ -21,9 +21,9 @@ struct RowsTile {
   int split = 0;
 };
 
-// The tile where the heuristic takes the rows kernel, else rows == 0: the 8-row tile with the input
-// channels split over enough warps to give 48 warps an SM (at least 4 channels a warp); 4 rows unsplit
-// where that still leaves the GPU under 16 warps an SM and a group has at most 16 input channels.
+// The tile where the heuristic takes the rows kernel, else rows == 0: the 8-row tile, its input channels
+// split where that fills the GPU's waves better (at least 4 channels a warp); 4 rows unsplit where 8 leave
+// the GPU under 16 warps an SM and a group has at most 16 input channels.
 RowsTile rows_preferred(const ConvTParams& p, at::ScalarType dtype, int device);
 void launch_rows(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  RowsTile tile, cudaStream_t stream);
