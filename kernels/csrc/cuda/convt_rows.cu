@@ -201,14 +201,15 @@ int sm_count(int device) {
 int max_split(at::ScalarType dtype) { return dtype == at::kDouble ? 4 : 8; }
 
 // The split for the 8-row tile: the one with the least waves x channels a warp, at 16 resident warps an SM
-// (two blocks of 8 warps at the 128-register cap) and at least 4 input channels a warp; ties to the smaller.
-// Measured (docs/kernel-notes.md v12): fsrcnn-56-1-n1 (1.1 waves unsplit) best at 4, dcgan-64-3-n64 (0.5
-// waves) at 2, depthwise (one channel a group) unsplit.
+// (the 128-register cap) and at least 4 input channels a warp; ties to the smaller; at most 4, whose blocks
+// are 4 warps: 8 warps a block fit fewer an SM and lost everywhere they were measured. Measured
+// (docs/kernel-notes.md v12): fsrcnn-56-1-n1 (1.1 waves unsplit) best at 4, dcgan-64-3-n64 (0.5 waves) at 2,
+// depthwise (one channel a group) unsplit.
 int auto_split(const ConvTParams& p, at::ScalarType dtype, int sms) {
   const int64_t warps = grid_warps(p, 8), cap = int64_t(sms) * 16;
   int best = 1;
   double best_t = static_cast<double>((warps + cap - 1) / cap);
-  for (int split = 2; split <= max_split(dtype) && p.Cin_g >= 4 * split; split *= 2) {
+  for (int split = 2; split <= std::min(4, max_split(dtype)) && p.Cin_g >= 4 * split; split *= 2) {
     const double t = static_cast<double>((warps * split + cap - 1) / cap) / split;
     if (t < best_t) best = split, best_t = t;
   }
