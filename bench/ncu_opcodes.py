@@ -12,7 +12,10 @@ import sys
 
 def main(path: str, top: int = 24) -> None:
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("==")))
+        lines = [line for line in f if not line.startswith("==")]
+    # a "Kernel Name" line comes before the table's header
+    start = next(i for i, line in enumerate(lines) if line.startswith('"Address"'))
+    rows = list(csv.DictReader(lines[start:]))
     source = next(k for k in rows[0] if k.strip() == "Source")
     count = next(k for k in rows[0] if k.strip() in ("Instructions Executed", "Warp Instructions Executed"))
     by_op: collections.Counter = collections.Counter()
