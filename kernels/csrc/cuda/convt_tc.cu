@@ -235,43 +235,70 @@ __global__ void __launch_bounds__(kThreads, 2)
       buf = buf == NS - 1 ? 0 : buf + 1;
       const int valid = m_chunk == chunks - 1 ? last_words : KWS;
       m_chunk = m_chunk == chunks - 1 ? 0 : m_chunk + 1;
+      if constexpr (kSplit) {
+        // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the dropped alo*blo is below fp32
+        // rounding. The tensor cores' fp32 sums do not round to nearest, so over a long reduction their error
+        // grows with it (kb65, 1344 terms: 1.03e-5 relative on one seed): a row block's sums for this stage
+        // start from zero and are added to the running ones with a rounded add. B fragments are loaded and
+        // split once per row block rather than once per stage.
 #pragma unroll
-      for (int ks = 0; ks < KWS; ks += 8) {
-        if (ks >= valid) break;
-        uint32_t bf[4][2];
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          uint32_t r[4];
-          ldmatrix_x4(r, b + jj * 16 * BP + ks);
-          bf[2 * jj][0] = r[0];
-          bf[2 * jj][1] = r[1];
-          bf[2 * jj + 1][0] = r[2];
-          bf[2 * jj + 1][1] = r[3];
-        }
-        uint32_t bl[4][2];
-        if constexpr (kSplit) {
+        for (int i = 0; i < 4; ++i) {
+          float part[4][4];
 #pragma unroll
           for (int j = 0; j < 4; ++j)
 #pragma unroll
-            for (int r = 0; r < 2; ++r) split_tf32(bf[j][r], bf[j][r], bl[j][r]);
-        }
+            for (int r = 0; r < 4; ++r) part[j][r] = 0.f;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          uint32_t af[4];
-          ldmatrix_x4(af, a + i * 16 * AP + ks);
-          if constexpr (kSplit) {
-            // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the
-            // dropped alo*blo is below fp32 rounding.
-            uint32_t al[4];
+          for (int ks = 0; ks < KWS; ks += 8) {
+            if (ks >= valid) break;
+            uint32_t bf[4][2], bl[4][2];
+#pragma unroll
+            for (int jj = 0; jj < 2; ++jj) {
+              uint32_t r[4];
+              ldmatrix_x4(r, b + jj * 16 * BP + ks);
+              bf[2 * jj][0] = r[0];
+              bf[2 * jj][1] = r[1];
+              bf[2 * jj + 1][0] = r[2];
+              bf[2 * jj + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int r = 0; r < 2; ++r) split_tf32(bf[j][r], bf[j][r], bl[j][r]);
+            uint32_t af[4], al[4];
+            ldmatrix_x4(af, a + i * 16 * AP + ks);
 #pragma unroll
             for (int r = 0; r < 4; ++r) split_tf32(af[r], af[r], al[r]);
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-              Mma<T>::run(acc[i][j], al, bf[j]);
-              Mma<T>::run(acc[i][j], af, bl[j]);
-              Mma<T>::run(acc[i][j], af, bf[j]);
+              Mma<T>::run(part[j], al, bf[j]);
+              Mma<T>::run(part[j], af, bl[j]);
+              Mma<T>::run(part[j], af, bf[j]);
             }
-          } else {
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] += part[j][r];
+        }
+      } else {
+#pragma unroll
+        for (int ks = 0; ks < KWS; ks += 8) {
+          if (ks >= valid) break;
+          uint32_t bf[4][2];
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj) {
+            uint32_t r[4];
+            ldmatrix_x4(r, b + jj * 16 * BP + ks);
+            bf[2 * jj][0] = r[0];
+            bf[2 * jj][1] = r[1];
+            bf[2 * jj + 1][0] = r[2];
+            bf[2 * jj + 1][1] = r[3];
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            uint32_t af[4];
+            ldmatrix_x4(af, a + i * 16 * AP + ks);
 #pragma unroll
             for (int j = 0; j < 4; ++j) Mma<T>::run(acc[i][j], af, bf[j]);
           }
