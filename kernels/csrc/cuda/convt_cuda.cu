@@ -269,8 +269,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
   // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
-  // kernel reuses input rows across height taps instead (fsrcnn-56-1-n1 0.17 vs
-  // 0.29 ms, depthwise-256-n16 0.50 vs 2.19: docs/benchmarks/variants-v9-rows.txt).
+  // kernel reuses input rows across height taps instead, its input channels split
+  // over warps where the grid is short (fsrcnn-56-1-n1 0.14 vs FFMA 0.27 ms,
+  // dcgan-64-3-n64 0.08 vs 0.12, depthwise-256-n16 0.55 vs 2.17:
+  // docs/benchmarks/variants-v12-rows-split.txt).
   if (const RowsTile rows = rows_preferred(p, dtype, x.get_device()); rows.rows != 0) {
     Algo a{Path::kRows};
     a.rows = rows;
