@@ -104,18 +104,31 @@ struct TcShape {
   static constexpr int ACP = BM * TPP / kThreads;           // pixels per thread and stage
   static constexpr int BCOPIES = BN * CPP;
   static constexpr int A_WORDS = BM * AP, B_WORDS = BN * BP;
-  static constexpr int kSmemBytes = kStages * (A_WORDS + B_WORDS) * 4;
+  // 3xTF32 stages the weights' low halves beside them (split once, at packing).
+  static constexpr int smem_bytes(bool split) { return kStages * (A_WORDS + B_WORDS * (split ? 2 : 1)) * 4; }
 };
+
+// 3xTF32: the packed weights' high TF32 halves in place, their remainders (rounded to TF32) after them, so
+// the kernel loads both rather than splitting each B fragment again for every row block.
+__global__ void split_weights_kernel(const uint32_t* __restrict__ wp, uint32_t* __restrict__ out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t hi, lo;
+    split_tf32(wp[i], hi, lo);
+    out[i] = hi;
+    out[n + i] = lo;
+  }
+}
 
 template <typename T, bool kSplit, int BN>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_tc_kernel(const ConvTParams p, const TcGrid tg, const uint32_t* __restrict__ xt,
-                    const uint32_t* __restrict__ wp, const T* __restrict__ bias, T* __restrict__ y) {
+                    const uint32_t* __restrict__ wp, const uint32_t* __restrict__ wl, const T* __restrict__ bias,
+                    T* __restrict__ y) {
   using S = TcShape<BN>;
   constexpr int BM = S::BM, KWS = S::KWS, AP = S::AP, BP = S::BP, NS = S::kStages;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* As = smem;                    // [NS][BM][AP]
-  uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][BN][BP]
+  uint32_t* Bs = smem + NS * S::A_WORDS;  // [NS][BN][BP], then for 3xTF32 the weights' low halves, the same
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g8 = lane >> 2, t4 = lane & 3;
@@ -195,6 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int row = e / S::CPP, col = (e % S::CPP) * 4;
         if ((S::BCOPIES % kThreads == 0 || e < S::BCOPIES) && col < valid) {
           cp_async16(b + row * BP + col, wsrc + row * tg.words + col, true);
+          if constexpr (kSplit) cp_async16(b + NS * S::B_WORDS + row * BP + col, wsrc + (wl - wp) + row * tg.words + col, true);
         }
       }
       if (++c_chunk == chunks) {
@@ -239,8 +253,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         // 3xTF32: a*b ~ ahi*bhi + ahi*blo + alo*bhi, small terms first; the dropped alo*blo is below fp32
         // rounding. The tensor cores' fp32 sums do not round to nearest, so over a long reduction their error
         // grows with it (kb65, 1344 terms: 1.03e-5 relative on one seed): a row block's sums for this stage
-        // start from zero and are added to the running ones with a rounded add. B fragments are loaded and
-        // split once per row block rather than once per stage.
+        // start from zero and are added to the running ones with a rounded add. The weights come split.
+        const uint32_t* bl_s = b + NS * S::B_WORDS;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           float part[4][4];
@@ -254,17 +268,18 @@ __global__ void __launch_bounds__(kThreads, 2)
             uint32_t bf[4][2], bl[4][2];
 #pragma unroll
             for (int jj = 0; jj < 2; ++jj) {
-              uint32_t r[4];
+              uint32_t r[4], q[4];
               ldmatrix_x4(r, b + jj * 16 * BP + ks);
+              ldmatrix_x4(q, bl_s + jj * 16 * BP + ks);
               bf[2 * jj][0] = r[0];
               bf[2 * jj][1] = r[1];
               bf[2 * jj + 1][0] = r[2];
               bf[2 * jj + 1][1] = r[3];
+              bl[2 * jj][0] = q[0];
+              bl[2 * jj][1] = q[1];
+              bl[2 * jj + 1][0] = q[2];
+              bl[2 * jj + 1][1] = q[3];
             }
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-              for (int r = 0; r < 2; ++r) split_tf32(bf[j][r], bf[j][r], bl[j][r]);
             uint32_t af[4], al[4];
             ldmatrix_x4(af, a + i * 16 * AP + ks);
 #pragma unroll
@@ -357,10 +372,21 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   // Two blocks an SM (128 registers a thread) measured no slower than one block
   // with no register cap (v2, v3), and hides the barrier of each stage better.
   auto kernel = convt_tc_kernel<T, kSplit, BN>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  constexpr int kSmem = S::smem_bytes(kSplit);
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  const uint32_t *wh = st.weights(), *wl = nullptr;
+  at::Tensor split_w;  // kept alive until the launch is queued; the caching allocator orders its reuse
+  if constexpr (kSplit) {
+    const int64_t n = st.wp.numel();
+    split_w = at::empty({2 * n}, st.wp.options());
+    uint32_t* sw = reinterpret_cast<uint32_t*>(split_w.mutable_data_ptr<int>());
+    split_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(wh, sw, n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    wh = sw;
+    wl = sw + n;
+  }
   const int64_t grid = std::min<int64_t>(tg.total, int64_t(1) << 30);
-  kernel<<<static_cast<unsigned>(grid), kThreads, S::kSmemBytes, stream>>>(
-      p, tg, st.input(), st.weights(), b, y);
+  kernel<<<static_cast<unsigned>(grid), kThreads, kSmem, stream>>>(p, tg, st.input(), wh, wl, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
