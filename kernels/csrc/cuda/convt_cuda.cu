@@ -273,6 +273,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // over warps where the grid is short (fsrcnn-56-1-n1 0.14 vs FFMA 0.27 ms,
   // dcgan-64-3-n64 0.08 vs 0.12, depthwise-256-n16 0.55 vs 2.17:
   // docs/benchmarks/variants-v12-rows-split.txt).
+  // fp16/bf16 with a full k-chunk of input channels: wgmma's 32-wide tile, mostly padding at 1-4 output
+  // channels, still beat the rows kernel (dcgan-64-3-n64 0.073 vs 0.093 ms, fsrcnn-56-1-n1 a tie:
+  // docs/benchmarks/variants-v12-rows-split.txt); in fp32 it loses (0.091 vs 0.077).
+  if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
+    return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
+  }
   if (const RowsTile rows = rows_preferred(p, dtype, x.get_device()); rows.rows != 0) {
     Algo a{Path::kRows};
     a.rows = rows;
