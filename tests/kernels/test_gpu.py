@@ -16,7 +16,7 @@ import kernels
 from kernels.ops import conv_transpose2d_out
 
 from .cases import Case, poisoned_out, random_case, reference, rel_error
-from bench.problems import PROBLEMS
+from bench.problems import DECODER_LAYERS, PROBLEMS
 
 pytestmark = [
     pytest.mark.gpu,
@@ -38,7 +38,9 @@ WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
 STRIP_ALGOS = ["strip4", "strip", "strip32"]
 # The rows kernel's tiles: outputs a thread, and k warps splitting the input channels.
 ROWS_ALGOS = ["rows4", "rows8", "rows4k2", "rows8k4", "rows8k8"]
-ALGOS = ["ffma", *ROWS_ALGOS, *STRIP_ALGOS, "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
+# The patch kernel: its own split, then one, two and four warps splitting a chunk's input channels.
+PATCH_ALGOS = ["patch", "patchk1", "patchk2", "patchk4"]
+ALGOS = ["ffma", *ROWS_ALGOS, "patchk1", "patchk4", *STRIP_ALGOS, "tc32", "tc64", "tc128", *WG_ALGOS, *WGH_ALGOS]
 # wgmma runs fp32 only as TF32; the other precisions fall back to mma.sync.
 WG_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
 
@@ -168,6 +170,60 @@ def test_rows_kernel_cuda(seed, precision, i, monkeypatch):
     if case.n > 0:
         assert path_taken(case, TORCH_DTYPE[precision]) == "rows", f"not on the rows kernel: {case}"
     check_cuda(case, precision, seed * 104729 + i)
+
+
+def tap_reach(k: int, s: int, p: int, d: int, phases: int) -> int:
+    """Input rows (or columns) between the least and greatest offset any phase's taps read."""
+    offs = [(r + p - kk * d) // s for r in range(phases) for kk in range(k) if (r + p - kk * d) % s == 0]
+    return max(offs) - min(offs) if offs else 0
+
+
+def patch_fits(case: Case) -> bool:
+    """The patch kernel's limits (convt_patch.cu patch_supports): 1-4 output channels a group, height dilation 1,
+    at most 5 height taps a phase and 16 phases, taps reaching at most 16 rows and 8 columns."""
+    (oh, ow), (kh, kw), (sh, sw) = case.out_hw(), case.k, case.stride
+    ph, pw = min(sh, oh), min(sw, ow)
+    return (case.cout // case.groups <= 4 and case.dilation[0] == 1 and -(-kh // sh) <= 5 and ph * pw <= 16
+            and tap_reach(kh, sh, case.padding[0], 1, ph) <= 16
+            and tap_reach(kw, sw, case.padding[1], case.dilation[1], pw) <= 8)
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(32))
+def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random problems the patch kernel takes, forced onto it (its own split, then 1, 2 and 4 warps a split):
+    1-16 phases, 1-5 height taps a phase, pure-fill phases, width dilation, padding past the kernel, patches cut
+    by the image edge, several channel chunks and a tail, channels fewer than the split warps, groups,
+    non-contiguous input."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", PATCH_ALGOS[i % 4])
+    rng = random.Random(seed * 7727 + i)
+    while True:
+        base = random_case(rng, max_hw=6, max_ch=3)
+        sh, sw = rng.randint(1, 4), rng.randint(1, 4)
+        kh, kw = rng.randint(1, 5 * sh), rng.randint(1, 9)
+        dw = rng.randint(1, 3)
+        g = rng.choice([1, 1, 2, 3])
+        cin_g, cout_g = rng.choice([1, 2, 5, 9, 37]), rng.randint(1, 4)
+        case = Case(base.n, cin_g * g, cout_g * g, (kh, kw), (rng.randint(1, 29), rng.randint(1, 70)), (sh, sw),
+                    (rng.randint(0, kh), rng.randint(0, dw * kw)), (rng.randint(0, sh - 1), rng.randrange(max(sw, dw))),
+                    (1, dw), g, base.bias, base.unbatched, noncontiguous=base.noncontiguous)
+        if min(case.out_hw()) > 0 and patch_fits(case):
+            break
+    if case.n > 0:
+        assert path_taken(case, TORCH_DTYPE[precision]) == "patch", f"not on the patch kernel: {case}"
+    check_cuda(case, precision, seed * 7727 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64", "depthwise-256-n16"])
+def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """The decoder layers with 1-4 output channels a group, full size, on the patch kernel with its own split:
+    thousands of blocks, 4 and 9 phases, one and several channel chunks."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "patch")
+    n, cin, cout, k, hw, s, p, op, d, g = DECODER_LAYERS[layer]
+    case = Case(n, cin, cout, k, hw, s, p, op, d, g, True)
+    assert path_taken(case, TORCH_DTYPE[precision]) == "patch", layer
+    check_cuda(case, precision, seed)
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

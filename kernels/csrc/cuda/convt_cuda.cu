@@ -19,6 +19,7 @@
 #include <string>
 
 #include "../convt_params.h"
+#include "convt_patch.h"
 #include "convt_rows.h"
 #include "convt_strip.h"
 #include "convt_tc.h"
@@ -194,13 +195,14 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
-// group: outputs a thread, k: warps splitting the input channels); strip, strip4,
+// group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
+// path for 1-4 output channels a group that stages input for every phase of a block; k: the split); strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
 // as strict fp32 does from wg (wgmma has no 3xTF32 here); rows and strip fall back to ffma.
-enum class Path { kFfma, kRows, kStrip, kTc, kWg, kWgh };
+enum class Path { kFfma, kRows, kPatch, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -208,6 +210,7 @@ struct Algo {
   WghTile wgh_tile = WghTile::kAuto;
   RowsTile rows;  // the rows kernel's tile; 0s: its pick
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
+  int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
 };
 
 struct Forced {
@@ -223,6 +226,10 @@ constexpr Forced kForced[] = {
     {"rows8k2", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 2}}},
     {"rows8k4", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 4}}},
     {"rows8k8", {Path::kRows, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {8, 8}}},
+    {"patch", {Path::kPatch}},
+    {"patchk1", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 1}},
+    {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
+    {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -257,10 +264,11 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kWg && !wg_ok) a.path = Path::kTc;
       if (a.path == Path::kTc && !tc_ok) a.path = Path::kFfma;
       if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
+      if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -319,6 +327,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
+    case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
@@ -340,6 +349,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kWg: return "wg";
     case Path::kTc: return "tc";
     case Path::kRows: return "rows";
+    case Path::kPatch: return "patch";
     case Path::kStrip: return "strip";
     default: return "ffma";
   }
