@@ -56,9 +56,9 @@ class Case:
         return xd, mv(w), mv(b)
 
 
-def reference(x, w, b, case: Case) -> torch.Tensor:
-    """PyTorch's conv_transpose2d in float64 on the CPU, on the very values given."""
-    to64 = lambda t: None if t is None else t.detach().to("cpu", torch.float64)  # noqa: E731
+def reference(x, w, b, case: Case, device: str = "cpu") -> torch.Tensor:
+    """PyTorch's conv_transpose2d in float64 on the CPU (or ``device``), on the very values given."""
+    to64 = lambda t: None if t is None else t.detach().to(device, torch.float64)  # noqa: E731
     return F.conv_transpose2d(to64(x), to64(w), to64(b), *case.args())
 
 
