@@ -35,7 +35,7 @@ constexpr size_t kStageBudget = 40 * 1024;
 constexpr size_t kSmemCap = 200 * 1024;  // under the 227 KB a block can opt into
 
 struct PatchGeom {
-  int ph_h, ph_w;       // phases along each axis
+  int ph_w;             // width phases (a warp's phase is ph_w * rh + rw)
   int rg, ks;           // row groups of 8 phase rows; warps splitting a chunk's input channels
   int oh0, ow0;         // least input offset any phase's tap reads: the staged patch's first row and column
   int srows;            // staged rows a channel: 8 * rg + the taps' reach
@@ -231,12 +231,11 @@ size_t smem_bytes(const ConvTParams& p, const PatchGeom& pg, size_t elem) {
 
 PatchGeom geometry(const ConvTParams& p, int ks, size_t elem) {
   PatchGeom pg{};
-  pg.ph_h = static_cast<int>(std::min(p.sh, p.Hout));
   pg.ph_w = static_cast<int>(std::min(p.sw, p.Wout));
   pg.rg = row_groups(p);
   pg.ks = ks;
   int64_t lo_h, hi_h, lo_w, hi_w;
-  tap_reach(p.ph, p.sh, p.dh, p.KH, pg.ph_h, lo_h, hi_h);
+  tap_reach(p.ph, p.sh, p.dh, p.KH, std::min(p.sh, p.Hout), lo_h, hi_h);
   tap_reach(p.pw, p.sw, p.dw, p.KW, pg.ph_w, lo_w, hi_w);
   pg.oh0 = static_cast<int>(lo_h);
   pg.ow0 = static_cast<int>(lo_w);
@@ -316,11 +315,11 @@ void launch_patch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   if (split == 0) split = patch_auto_split(p, x.get_device());
   // A forced split past 16 warps a block comes down to what fits.
   while (split > 1 && phases(p) * row_groups(p) * split > kMaxWarps) split /= 2;
-  const size_t elem = x.scalar_type() == at::kDouble ? sizeof(double) : sizeof(float);
-  while (split > 1 && smem_bytes(p, geometry(p, split, elem), elem) > kSmemCap) split /= 2;
   TORCH_CHECK(split == 1 || split == 2 || split == 4, "convt: the patch kernel splits over 1, 2 or 4 warps, not ", split);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_patch", [&] {
-    const PatchGeom pg = geometry(p, split, sizeof(at::opmath_type<scalar_t>));
+    constexpr size_t elem = sizeof(at::opmath_type<scalar_t>);
+    PatchGeom pg = geometry(p, split, elem);
+    while (pg.ks > 1 && smem_bytes(p, pg, elem) > kSmemCap) pg = geometry(p, pg.ks / 2, elem);
     if (p.Cout_g == 1) {
       launch_taps<scalar_t, 1>(p, x, w, b, out, pg, stream);
     } else if (p.Cout_g == 2) {
