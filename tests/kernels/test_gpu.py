@@ -204,7 +204,7 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
         kh, kw = rng.randint(1, 5 * sh), rng.randint(1, 9)
         dw = rng.randint(1, 3)
         g = rng.choice([1, 1, 2, 3])
-        cin_g, cout_g = rng.choice([1, 2, 5, 9, 37]), rng.randint(1, 4)
+        cin_g, cout_g = rng.choice([1, 2, 5, 9, 37, 70]), rng.randint(1, 4)  # 70: five chunks, three buffers reused
         case = Case(base.n, cin_g * g, cout_g * g, (kh, kw), (rng.randint(1, 29), rng.randint(1, 70)), (sh, sw),
                     (rng.randint(0, kh), rng.randint(0, dw * kw)), (rng.randint(0, sh - 1), rng.randrange(max(sw, dw))),
                     (1, dw), g, base.bias, base.unbatched, noncontiguous=base.noncontiguous)
@@ -218,9 +218,9 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64", "depthwise-256-n16"])
 def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
-    """The decoder layers with 1-4 output channels a group, full size, on the patch kernel with its own split:
-    thousands of blocks, 4 and 9 phases, one and several channel chunks."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", "patch")
+    """The decoder layers with 1-4 output channels a group, full size, on the patch kernel, which the heuristic
+    picks for them: thousands of blocks, 4 and 9 phases, one and several channel chunks."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
     assert path_taken(case, TORCH_DTYPE[precision]) == "patch", layer
     check_cuda(case, precision, seed, ref_device="cuda")
