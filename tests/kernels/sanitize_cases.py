@@ -21,9 +21,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # rows kernel with input channels split over warps (a shared-memory sum): 8 warps, and 4 in double
     (1, 56, 1, (9, 9), (21, 19), 3, 4, 2, 1, 1, torch.float32, "rows8k8", True),
     (3, 37, 3, (4, 4), (9, 7), 2, 1, 1, 1, 1, torch.float64, "rows8k4", True),
-    # patch kernel: 9 phases unsplit with a channel tail; 4 phases split over 4 warps in double (a shared sum),
-    # two chunks, a patch cut by the edge; fp16 with pure-fill phases and width dilation
-    (1, 56, 1, (9, 9), (21, 45), 3, 4, 2, 1, 1, torch.float32, "patchk1", True),
+    # patch kernel: 9 phases split over 2 warps (18 warps a block, 16 rows a thread) with a channel tail; 4
+    # phases split over 4 warps in double (a shared sum), two chunks, a patch cut by the edge; fp16 with
+    # pure-fill phases and width dilation
+    (1, 56, 1, (9, 9), (21, 45), 3, 4, 2, 1, 1, torch.float32, "patchk2", True),
     (3, 37, 3, (4, 4), (9, 40), 2, 1, 1, 1, 1, torch.float64, "patchk4", True),
     (2, 6, 2, (3, 3), (5, 37), (5, 3), 1, (4, 1), (1, 2), 2, torch.float16, "patch", True),
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4

@@ -5,12 +5,12 @@
 // from global memory, so every phase re-reads the same input, and each load pays
 // 64-bit address arithmetic and a bounds predicate: ncu counted 70 M warp
 // instructions for 9.3 M FFMA on fsrcnn-56-1-n1 (docs/kernel-notes.md v12). Here a
-// block owns a patch of 32 phase columns x 8 * rg phase rows of one image and group
+// block owns a patch of 32 phase columns x rows * rg phase rows of one image and group
 // for all sh x sw phases (a warp a phase and row group, times the split). Per chunk
 // of input channels it stages the input rows and columns the patch's taps reach,
 // zero outside the image, and the chunk's weights ([channel][tap][output channel]);
-// then each thread walks its 8 rows: per channel and width tap one window of
-// 8 + taps - 1 staged values at constant offsets, shared by the height taps, and
+// then each thread walks its rows (16 or 8): per channel and width tap one window of
+// rows + taps - 1 staged values at constant offsets, shared by the height taps, and
 // one vector load of the output channels' weights per tap.
 //
 // Staging is what the first version lost on (3x its prediction; docs/kernel-notes.md
@@ -34,10 +34,14 @@
 namespace convt {
 namespace {
 
-constexpr int kRows = 8;          // phase rows a thread
+// Phase rows a thread: 16 for one output channel (a window of 16 + taps - 1 loads serves 16 x taps FFMA a
+// width tap), 8 for more (their accumulators are CO_T x rows).
+template <int CO_T>
+constexpr int thread_rows() { return CO_T == 1 ? 16 : 8; }
 constexpr int kMaxReachW = 8;     // columns the taps reach past a patch's 32
 constexpr int kPitch = 44;        // staged columns a row: 32 phase columns, the reach, 16-byte alignment
-constexpr int kMaxWarps = 16;     // 128 registers a thread
+constexpr int kMaxWarps = 16;     // 128 registers a thread; phases at most
+constexpr int kMaxWarpsOne = 24;  // 80 registers a thread (one float output channel)
 constexpr int kMaxReachH = 16;    // rows the taps reach past a patch's rows
 constexpr int kStages = 3;       // stage buffers a block
 constexpr size_t kStageBudget = 40 * 1024;  // bytes a stage buffer
@@ -57,9 +61,9 @@ struct PatchPhase {
 
 struct PatchGeom {
   PatchPhase ph[kMaxWarps];  // a warp's phase is task / rg
-  int rg, ks;           // row groups of 8 phase rows; warps splitting a chunk's input channels
+  int rg, ks;           // row groups (thread_rows phase rows each); warps splitting a chunk's input channels
   int oh0, ow0;         // least input offset any phase's tap reads: the staged patch's first row and column
-  int srows;            // staged rows a channel: 8 * rg + the taps' reach
+  int srows;            // staged rows a channel: thread_rows * rg + the taps' reach
   int cc;               // input channels a chunk
   int tiles_w, tiles_h;
   int vec;              // elements a staging copy: 16 bytes' worth where every row is 16-byte aligned, else 1
@@ -211,7 +215,9 @@ struct TapWalk {
 // One chunk's taps for a phase with NT height taps; NT is a template parameter, so that the tap loop has no
 // branches; a phase's taps may be fewer than the kernel's (NTH), down to one.
 template <typename acc_t, int CO_T, int NT>
-__device__ __forceinline__ void chunk_taps(const TapWalk<acc_t>& t, int nth, int cnt, acc_t (&acc)[CO_T][kRows]) {
+__device__ __forceinline__ void chunk_taps(const TapWalk<acc_t>& t, int nth, int cnt,
+                                           acc_t (&acc)[CO_T][thread_rows<CO_T>()]) {
+  constexpr int kRows = thread_rows<CO_T>();
   if constexpr (NT > 1) {
     if (nth < NT) return chunk_taps<acc_t, CO_T, NT - 1>(t, nth, cnt, acc);
   }
@@ -238,7 +244,8 @@ __device__ __forceinline__ void chunk_taps(const TapWalk<acc_t>& t, int nth, int
 // Registers: 80 for one float output channel keeps two 9-warp blocks on an SM (an SM partition holds
 // 16 K registers; ptxas's own pick was 64 with spills or ~100, one block); 128 otherwise (80 spilled).
 template <typename scalar_t, typename acc_t, int CO_T, int NTH>
-__global__ void __launch_bounds__(kMaxWarps * 32) __maxnreg__(CO_T == 1 && sizeof(acc_t) == 4 ? 80 : 128)
+__global__ void __launch_bounds__((CO_T == 1 && sizeof(acc_t) == 4 ? kMaxWarpsOne : kMaxWarps) * 32)
+    __maxnreg__(CO_T == 1 && sizeof(acc_t) == 4 ? 80 : 128)
     convt_patch_kernel(const ConvTParams p, const PatchGeom pg, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   extern __shared__ __align__(16) unsigned char patch_smem[];
@@ -258,6 +265,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) __maxnreg__(CO_T == 1 && sizeo
   const int tile_h = static_cast<int>(blk % pg.tiles_h);
   blk /= pg.tiles_h;
   const int64_t g = blk % p.groups, n = blk / p.groups;
+  constexpr int kRows = thread_rows<CO_T>();
   const int mh0 = tile_h * kRows * pg.rg, mw0 = tile_w * 32;
   const int nth = ph.nth;
   const int win0 = rgi * kRows * kPitch + lane + ph.win;
@@ -360,6 +368,11 @@ void tap_reach(int64_t pad, int64_t stride, int64_t dil, int64_t K, int64_t phas
 
 int phases(const ConvTParams& p) { return static_cast<int>(std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout)); }
 
+// Warps a block can have: 24 at 80 registers a thread (one float output channel), else 16 at 128.
+int max_warps(const ConvTParams& p, size_t acc_bytes) { return p.Cout_g == 1 && acc_bytes == 4 ? kMaxWarpsOne : kMaxWarps; }
+
+int rows_a_thread(const ConvTParams& p) { return p.Cout_g == 1 ? thread_rows<1>() : thread_rows<2>(); }
+
 // Output channels staged a tap (staged_co).
 int co_tile(const ConvTParams& p) { return p.Cout_g <= 2 ? static_cast<int>(p.Cout_g) : 4; }
 
@@ -377,7 +390,7 @@ size_t stage_bytes(const ConvTParams& p, const PatchGeom& pg, size_t elem) {
 
 size_t smem_bytes(const ConvTParams& p, const PatchGeom& pg, size_t elem) {
   const size_t warps = size_t(phases(p)) * pg.rg * pg.ks;
-  const size_t red = pg.ks > 1 ? warps * co_tile(p) * kRows * 32 * elem : 0;
+  const size_t red = pg.ks > 1 ? warps * co_tile(p) * rows_a_thread(p) * 32 * elem : 0;
   return std::max(kStages * stage_bytes(p, pg, elem), red);
 }
 
@@ -391,8 +404,9 @@ PatchGeom geometry(const ConvTParams& p, int ks, size_t elem) {
   tap_reach(p.pw, p.sw, p.dw, p.KW, ph_w, lo_w, hi_w);
   pg.oh0 = static_cast<int>(lo_h);
   pg.ow0 = static_cast<int>(lo_w);
-  pg.srows = static_cast<int>(kRows * pg.rg + hi_h - lo_h);
-  pg.tiles_h = static_cast<int>((phase_extent(0, p.sh, p.Hout) + kRows * pg.rg - 1) / (kRows * pg.rg));
+  const int rows = rows_a_thread(p) * pg.rg;  // phase rows a block
+  pg.srows = static_cast<int>(rows + hi_h - lo_h);
+  pg.tiles_h = static_cast<int>((phase_extent(0, p.sh, p.Hout) + rows - 1) / rows);
   pg.tiles_w = static_cast<int>((phase_extent(0, p.sw, p.Wout) + 31) / 32);
   for (int phase = 0; phase < phases(p); ++phase) {
     PatchPhase& f = pg.ph[phase];
@@ -467,28 +481,28 @@ bool patch_supports(const ConvTParams& p) {
   return smem_bytes(p, pg, sizeof(double)) <= kSmemCap && blocks(p, pg) < (int64_t(1) << 31);
 }
 
-// The split with the least (waves at 16 resident warps an SM) x (channels a warp), as the rows kernel's: at
-// least 4 input channels a warp, 16 warps a block at most; ties to the smaller.
-int patch_auto_split(const ConvTParams& p, int device) {
+// The least split that gives the grid 16 warps an SM, as far as 4 input channels a warp and 16 warps a block
+// allow: the split trades a block's sum in shared memory for warps that hide each other's latency
+// (fsrcnn-56-1-n1: 128 blocks of 9 warps with 16 rows a thread; dcgan-64-3-n64: 128 blocks of 8).
+int patch_auto_split(const ConvTParams& p, size_t acc_bytes, int device) {
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t cap = int64_t(sms) * 16;
   const int64_t warps = blocks(p, geometry(p, 1, sizeof(float))) * phases(p) * row_groups(p);
-  int best = 1;
-  double best_t = static_cast<double>((warps + cap - 1) / cap);
-  for (int ks = 2; ks <= 4 && p.Cin_g >= 4 * ks && phases(p) * row_groups(p) * ks <= kMaxWarps; ks *= 2) {
-    const double t = static_cast<double>((warps * ks + cap - 1) / cap) / ks;
-    if (t < best_t) best = ks, best_t = t;
-  }
-  return best;
+  int split = 1;
+  while (warps * split < cap && split < 4 && p.Cin_g >= 8 * split &&
+         phases(p) * row_groups(p) * split * 2 <= max_warps(p, acc_bytes))
+    split *= 2;
+  return split;
 }
 
 void launch_patch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   int split, cudaStream_t stream) {
   TORCH_CHECK(patch_supports(p), "convt: the patch kernel does not take this problem");
-  if (split == 0) split = patch_auto_split(p, x.get_device());
+  const size_t acc_bytes = c10::elementSize(at::toOpMathType(x.scalar_type()));
+  if (split == 0) split = patch_auto_split(p, acc_bytes, x.get_device());
   // A forced split past 16 warps a block comes down to what fits.
-  while (split > 1 && phases(p) * row_groups(p) * split > kMaxWarps) split /= 2;
+  while (split > 1 && phases(p) * row_groups(p) * split > max_warps(p, acc_bytes)) split /= 2;
   TORCH_CHECK(split == 1 || split == 2 || split == 4, "convt: the patch kernel splits over 1, 2 or 4 warps, not ", split);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_patch", [&] {
     constexpr size_t elem = sizeof(at::opmath_type<scalar_t>);

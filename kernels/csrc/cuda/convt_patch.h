@@ -15,7 +15,8 @@ namespace convt {
 bool patch_supports(const ConvTParams& p);
 // split: warps that share one warp's outputs, each summing every split-th input
 // channel of a chunk (1, 2 or 4); 0: the kernel's pick.
-int patch_auto_split(const ConvTParams& p, int device);
+// acc_bytes: the size of the op's accumulation type (float, or double).
+int patch_auto_split(const ConvTParams& p, size_t acc_bytes, int device);
 void launch_patch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   int split, cudaStream_t stream);
 
