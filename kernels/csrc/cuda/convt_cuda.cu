@@ -285,11 +285,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // channels, still beat the rows kernel (dcgan-64-3-n64 0.073 vs 0.093 ms, fsrcnn-56-1-n1 a tie:
   // docs/benchmarks/variants-v12-rows-split.txt); in fp32 it loses (0.091 vs 0.077).
   // The patch kernel (the rows kernel's scheme with every phase of a block fed from one shared-memory copy
-  // of its input) beats both where it applies: fp32 fsrcnn-56-1-n1 0.068-0.079 ms against rows 0.154 and
-  // cuDNN 0.080-0.089, dcgan-64-3-n64 0.051-0.069 against 0.085 and 0.069-0.077, depthwise-256-n16 0.26-0.29
-  // against 0.57 and 1.6; fp16 fsrcnn 0.084-0.101 against wgmma's 0.177, dcgan-64-3 0.072-0.086 against
-  // 0.091 (docs/benchmarks/variants-v13-patch.txt). fp16/bf16 from 128 input channels a group is left to
-  // wgmma, whose tensor cores gain with the reduction (not measured: no such layer in the suite).
+  // of its input) beats both where it applies (ba4010a, H100): fp32 fsrcnn-56-1-n1 0.060-0.076 ms against
+  // rows 0.160 and cuDNN 0.087-0.095, dcgan-64-3-n64 0.053-0.061 against 0.082 and 0.069-0.077,
+  // depthwise-256-n16 0.195-0.201 against 1.11 and 1.56; fp16 fsrcnn 0.087 against wgmma's 0.177, dcgan-64-3
+  // 0.083-0.086 against 0.093 (docs/benchmarks/variants-v13-patch.txt). fp16/bf16 from 128 input channels a
+  // group is left to wgmma, whose tensor cores gain with the reduction (not measured: no such layer in the
+  // suite).
   if (patch_supports(p) && (dtype == at::kFloat || dtype == at::kDouble || p.Cin_g < 128)) return {Path::kPatch};
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};

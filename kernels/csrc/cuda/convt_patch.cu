@@ -429,7 +429,7 @@ PatchGeom geometry(const ConvTParams& p, int ks, size_t elem) {
     f.w_step = static_cast<int>(tw.step);
     f.dbw = static_cast<int>(tw.step * p.dw / p.sw);
   }
-  // 16 channels a chunk (fsrcnn-56-1-n1: 0.068-0.071 ms against 0.078-0.079 with 8 and 0.071-0.083 with 4),
+  // 16 channels a chunk (fsrcnn-56-1-n1 at 8 rows a thread: 0.068-0.071 ms against 0.078-0.079 with 8, 0.071-0.083 with 4),
   // fewer where a stage buffer passes its budget.
   pg.cc = static_cast<int>(std::min<int64_t>(p.Cin_g, 16));
   while (pg.cc > ks && stage_bytes(p, pg, elem) > kStageBudget) pg.cc = std::max(ks, pg.cc / 2);
