@@ -201,7 +201,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows and strip fall back to ffma.
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch and strip fall back to ffma.
 enum class Path { kFfma, kRows, kPatch, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
@@ -276,8 +276,8 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // the FFMA kernel's direct NCHW reads beat the channels-last copy.
   const int64_t taps_h = (p.KH + p.sh - 1) / p.sh, taps_w = (p.KW + p.sw - 1) / p.sw;
   const bool short_k = dtype == at::kFloat && p.Cin_g * std::max<int64_t>(1, taps_h * taps_w) <= 32;
-  // 1-4 output channels a group leave a channel tile nothing to reuse: the rows
-  // kernel reuses input rows across height taps instead, its input channels split
+  // 1-4 output channels a group leave a channel tile nothing to reuse: the rows kernel (now where the patch
+  // kernel below does not apply) reuses input rows across height taps instead, its input channels split
   // over warps where the grid is short (fsrcnn-56-1-n1 0.14 vs FFMA 0.27 ms,
   // dcgan-64-3-n64 0.08 vs 0.12, depthwise-256-n16 0.55 vs 2.17:
   // docs/benchmarks/variants-v12-rows-split.txt).

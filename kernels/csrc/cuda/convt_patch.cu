@@ -39,7 +39,7 @@ namespace {
 template <int CO_T>
 constexpr int thread_rows() { return CO_T == 1 ? 16 : 8; }
 constexpr int kMaxReachW = 8;     // columns the taps reach past a patch's 32
-constexpr int kPitch = 44;        // staged columns a row: 32 phase columns, the reach, 16-byte alignment
+constexpr int kPitch = 32 + kMaxReachW + 4;  // staged columns a row: the patch's, the reach, up to 3 of 16-byte alignment
 constexpr int kMaxWarps = 16;     // 128 registers a thread; phases at most
 constexpr int kMaxWarpsOne = 24;  // 80 registers a thread (one float output channel)
 constexpr int kMaxReachH = 16;    // rows the taps reach past a patch's rows
@@ -70,7 +70,7 @@ struct PatchGeom {
   int shift;            // staged columns before ow0, so that 16-byte copies start aligned
 };
 
-// Elements of one stage buffer, a multiple of 4 so that the second one's weights stay 16-byte aligned.
+// Elements of one stage buffer, a multiple of 4 so that the next buffer's weights stay 16-byte aligned.
 __host__ __device__ inline int stage_len(int cc, int cstride, int chan_w) { return (cc * cstride + cc * chan_w + 3) & ~3; }
 
 // Output channels staged a tap: three are padded to four, so that a tap's weights stay one aligned vector.
@@ -129,8 +129,8 @@ __device__ __forceinline__ void stage_weights(const ConvTParams& p, const scalar
 }
 
 // Copies one chunk's input patch (zero outside the image) and weights to a stage buffer. Where the
-// staged type is the tensor's (fp32, double) the copies are asynchronous and land while the previous
-// chunk computes; half types convert on the way, so their loads go four rows at a time to overlap latency.
+// staged type is the tensor's (fp32, double) the copies are asynchronous and land while the two chunks
+// before it compute; half types convert on the way, so their loads go four rows at a time to overlap latency.
 template <typename scalar_t, typename acc_t, int CO_T>
 __device__ __forceinline__ void stage_chunk(const ConvTParams& p, const PatchGeom& pg, const scalar_t* x_c,
                                             const scalar_t* w_c, int64_t ih0, int64_t iw0, int cnt, acc_t* xs,
@@ -156,7 +156,7 @@ __device__ __forceinline__ void stage_chunk(const ConvTParams& p, const PatchGeo
       return;
     }
   }
-  // A warp a staged row; lanes 0-7 take its last 8 columns too.
+  // A warp a staged row; lanes below kPitch - 32 take its last columns too.
   const int64_t iw_a = iw0 + lane;
   const bool col_a = iw_a >= 0 && iw_a < p.Win, col_b = lane < kPitch - 32 && iw_a + 32 >= 0 && iw_a + 32 < p.Win;
   // This warp's rows rr = warp, warp + nwarps, ... of the chunk: row sr of channel rr / srows, whose staged
@@ -241,8 +241,9 @@ __device__ __forceinline__ void chunk_taps(const TapWalk<acc_t>& t, int nth, int
   }
 }
 
-// Registers: 80 for one float output channel keeps two 9-warp blocks on an SM (an SM partition holds
-// 16 K registers; ptxas's own pick was 64 with spills or ~100, one block); 128 otherwise (80 spilled).
+// Registers: 80 for one float output channel, so that its blocks can have up to 24 warps (fsrcnn's 9 phases
+// split over 2; at ptxas's own ~100 a 9-warp block already filled an SM partition's 16 K registers);
+// 128 otherwise (80 spilled).
 template <typename scalar_t, typename acc_t, int CO_T, int NTH>
 __global__ void __launch_bounds__((CO_T == 1 && sizeof(acc_t) == 4 ? kMaxWarpsOne : kMaxWarps) * 32)
     __maxnreg__(CO_T == 1 && sizeof(acc_t) == 4 ? 80 : 128)
@@ -481,8 +482,8 @@ bool patch_supports(const ConvTParams& p) {
   return smem_bytes(p, pg, sizeof(double)) <= kSmemCap && blocks(p, pg) < (int64_t(1) << 31);
 }
 
-// The least split that gives the grid 16 warps an SM, as far as 4 input channels a warp and 16 warps a block
-// allow: the split trades a block's sum in shared memory for warps that hide each other's latency
+// The least split that gives the grid 16 warps an SM, as far as 4 input channels a warp and the block's warp
+// limit (max_warps) allow: the split trades a block's sum in shared memory for warps that hide each other's latency
 // (fsrcnn-56-1-n1: 128 blocks of 9 warps with 16 rows a thread; dcgan-64-3-n64: 128 blocks of 8).
 int patch_auto_split(const ConvTParams& p, size_t acc_bytes, int device) {
   int sms = 0;
@@ -501,7 +502,7 @@ void launch_patch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   TORCH_CHECK(patch_supports(p), "convt: the patch kernel does not take this problem");
   const size_t acc_bytes = c10::elementSize(at::toOpMathType(x.scalar_type()));
   if (split == 0) split = patch_auto_split(p, acc_bytes, x.get_device());
-  // A forced split past 16 warps a block comes down to what fits.
+  // A forced split past the block's warp limit comes down to what fits.
   while (split > 1 && phases(p) * row_groups(p) * split > max_warps(p, acc_bytes)) split /= 2;
   TORCH_CHECK(split == 1 || split == 2 || split == 4, "convt: the patch kernel splits over 1, 2 or 4 warps, not ", split);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_patch", [&] {
