@@ -226,6 +226,43 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+# The shuffle kernel (kernel == stride) takes fp16, bf16 and fp32 as TF32; strict fp32 and double fall back.
+SHUFFLE_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(30))
+def test_shuffle_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random kernel == stride problems forced onto the shuffle kernel: pixel and column tiles cut by the edge,
+    1-4 per axis (asymmetric), channel chunks with a tail and fewer channels than a chunk, odd kernel widths (one
+    store an output) and outputs off alignment, groups, bias, batch, non-contiguous input."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "shuffle")
+    rng = random.Random(seed * 6151 + i)
+    base = random_case(rng, max_hw=6, max_ch=2)
+    vec = 16 // TORCH_DTYPE[precision].itemsize  # 16-byte input planes and weight rows
+    k = (rng.randint(1, 4), rng.randint(1, 4))
+    g = rng.choice([1, 1, 2, 3])
+    cin_g = rng.choice([1, 5, 16, 33, 70, 130])
+    cout_g = rng.choice([c for c in range(1, 81) if c * k[0] * k[1] % vec == 0])
+    hw = rng.choice([(h, w) for h in range(1, 31) for w in range(1, 41) if h * w % vec == 0])
+    case = Case(base.n, cin_g * g, cout_g * g, k, hw, k, (0, 0), (0, 0), (1, 1), g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.n > 0:
+        want = "shuffle" if precision in SHUFFLE_PRECISIONS else "ffma"
+        assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 6151 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", SHUFFLE_PRECISIONS, indirect=True)
+@pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1"])
+def test_shuffle_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """U-Net's 2x2 stride-2 layers, full size, on the shuffle kernel, which the heuristic picks for them."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
+    case = Case(*DECODER_LAYERS[layer], True)
+    assert path_taken(case, TORCH_DTYPE[precision]) == "shuffle", layer
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):

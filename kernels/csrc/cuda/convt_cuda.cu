@@ -21,6 +21,7 @@
 #include "../convt_params.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
+#include "convt_shuffle.h"
 #include "convt_strip.h"
 #include "convt_tc.h"
 
@@ -196,13 +197,14 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
-// path for 1-4 output channels a group that stages input for every phase of a block; k: the split); strip, strip4,
+// path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
+// shuffle (kernel == stride: one GEMM a group, written as a pixel shuffle); strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kStrip, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, shuffle and strip fall back to ffma.
+enum class Path { kFfma, kRows, kPatch, kShuffle, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -230,6 +232,7 @@ constexpr Forced kForced[] = {
     {"patchk1", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 1}},
     {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
     {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
+    {"shuffle", {Path::kShuffle}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -250,7 +253,7 @@ constexpr Forced kForced[] = {
     {"wgh128", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN128}},
 };
 
-Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, bool tf32) {
   const at::ScalarType dtype = x.scalar_type();
   const char* env = std::getenv("CONVT_CUDA_ALGO");
   const bool tc_ok = tc_supports(p, dtype);
@@ -266,9 +269,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
       if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
+      if (a.path == Path::kShuffle && !shuffle_supports(p, x, w, tf32)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, shuffle, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -292,6 +296,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   // group is left to wgmma, whose tensor cores gain with the reduction (not measured: no such layer in the
   // suite).
   if (patch_supports(p) && (dtype == at::kFloat || dtype == at::kDouble || p.Cin_g < 128)) return {Path::kPatch};
+  // Kernel == stride (U-Net's 2x2 upsampling): one GEMM a group straight from the NCHW operands, every output
+  // written once by the block that computes it; the phase paths pay a layout copy and write each phase's
+  // every-other element.
+  if (p.Cin_g >= 16 && shuffle_supports(p, x, w, tf32)) return {Path::kShuffle};
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
   }
@@ -329,13 +337,14 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // fp32 follows cuDNN's switch: TF32 products when allowed, else 3xTF32,
   // which keeps fp32 accuracy on tensor cores.
   const bool tf32 = at::globalContext().allowTF32CuDNN();
-  const Algo algo = choose_algo(p, x, tf32);
+  const Algo algo = choose_algo(p, x, w, tf32);
   switch (algo.path) {
     case Path::kWgh: launch_wgh(p, x, w, b, out, algo.wgh_tile, stream); break;
     case Path::kWg: launch_wg(p, x, w, b, out, algo.wg_tile, stream); break;
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
+    case Path::kShuffle: launch_shuffle(p, x, w, b, out, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
@@ -351,13 +360,15 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
   const c10::cuda::CUDAGuard guard(input.device());
   // The operands as the backend sees them (run_conv_transpose2d's 4-d, contiguous input).
   const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
-  const ConvTParams p = make_params(input4, weight, c10::nullopt, stride, padding, output_padding, groups, dilation);
-  switch (choose_algo(p, input4, at::globalContext().allowTF32CuDNN()).path) {
+  const at::Tensor weight_c = weight.contiguous();
+  const ConvTParams p = make_params(input4, weight_c, c10::nullopt, stride, padding, output_padding, groups, dilation);
+  switch (choose_algo(p, input4, weight_c, at::globalContext().allowTF32CuDNN()).path) {
     case Path::kWgh: return "wgh";
     case Path::kWg: return "wg";
     case Path::kTc: return "tc";
     case Path::kRows: return "rows";
     case Path::kPatch: return "patch";
+    case Path::kShuffle: return "shuffle";
     case Path::kStrip: return "strip";
     default: return "ffma";
   }
