@@ -32,10 +32,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 6, 40, (3, 3), (5, 140), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),
     (1, 8, 12, (3, 5), (6, 300), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float16, "strip32", True),
     # shuffle kernel (kernel == stride): two pixel tiles and a channel tail with paired fp16 stores; groups, an odd
-    # kernel width (one store an output) in TF32; bf16 with two column tiles
+    # kernel width (one store an output) in TF32; bf16 with two column tiles and 128 bytes of k a stage
     (2, 40, 24, (2, 2), (12, 20), 2, 0, 0, 1, 1, torch.float16, "shuffle", True),
     (1, 36, 8, (3, 1), (8, 10), (3, 1), 0, 0, 1, 2, torch.float32, "shuffle", True),
-    (1, 20, 40, (2, 2), (4, 16), 2, 0, 0, 1, 1, torch.bfloat16, "shuffle", True),
+    (1, 20, 40, (2, 2), (4, 16), 2, 0, 0, 1, 1, torch.bfloat16, "shufflek2", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

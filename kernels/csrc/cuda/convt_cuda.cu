@@ -198,7 +198,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
-// shuffle (kernel == stride: one GEMM a group, written as a pixel shuffle); strip, strip4,
+// shuffle, shufflek1, shufflek2 (kernel == stride: one GEMM a group, written as a pixel shuffle; k: 64-byte
+// k-slices a stage); strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
@@ -213,6 +214,7 @@ struct Algo {
   RowsTile rows;  // the rows kernel's tile; 0s: its pick
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
+  int shuffle = 0;  // the shuffle kernel's k a stage, in 64-byte slices; 0: its pick
 };
 
 struct Forced {
@@ -233,6 +235,8 @@ constexpr Forced kForced[] = {
     {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
     {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
     {"shuffle", {Path::kShuffle}},
+    {"shufflek1", {Path::kShuffle, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
+    {"shufflek2", {Path::kShuffle, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -272,7 +276,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kShuffle && !shuffle_supports(p, x, w, tf32)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, shuffle, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, shuffle, shufflek1, shufflek2, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -297,9 +301,14 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // suite).
   if (patch_supports(p) && (dtype == at::kFloat || dtype == at::kDouble || p.Cin_g < 128)) return {Path::kPatch};
   // Kernel == stride (U-Net's 2x2 upsampling): one GEMM a group straight from the NCHW operands, every output
-  // written once by the block that computes it; the phase paths pay a layout copy and write each phase's
-  // every-other element.
-  if (p.Cin_g >= 16 && shuffle_supports(p, x, w, tf32)) return {Path::kShuffle};
+  // written once by the block that computes it, where the phase paths pay a layout copy and write each phase's
+  // every-other element. First run (289f55a, H100, cuDNN beside it): unet-128-64-n1 0.078 ms against wgmma's
+  // 0.130 in TF32 (cuDNN 0.164), 0.049 against 0.117 in fp16 and bf16 (cuDNN 0.095); unet-512-256-n8 fp16/bf16
+  // 0.156 against 0.204 (cuDNN 0.197). In TF32 its mma.sync loses to wgmma on the 512-channel reduction (0.329
+  // against 0.289 ms), so fp32 takes it to 128 input channels a group.
+  if (p.Cin_g >= 16 && (dtype != at::kFloat || p.Cin_g <= 128) && shuffle_supports(p, x, w, tf32)) {
+    return {Path::kShuffle};
+  }
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
   }
@@ -344,7 +353,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
-    case Path::kShuffle: launch_shuffle(p, x, w, b, out, stream); break;
+    case Path::kShuffle: launch_shuffle(p, x, w, b, out, algo.shuffle, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }

@@ -25,15 +25,15 @@ constexpr int kBN = 128;       // GEMM columns a block (the copy loops below ass
 constexpr int kStages = 3;
 constexpr int kPitch = kBM + 8;  // elements a staged row: ldmatrix's 8 rows (and TF32's 4 x 8 reads) hit every bank
 
-// Input channels a stage: 64 bytes of k, so a stage is 2 x 8.5 KB in every type.
-template <typename T>
-constexpr int kBK = 64 / static_cast<int>(sizeof(T));
+// Input channels a stage: KB x 64 bytes of k (KB 1 or 2), so a stage is KB x 2 x 8.5 KB in every type.
+template <typename T, int KB>
+constexpr int kBK = KB * 64 / static_cast<int>(sizeof(T));
 template <typename T>
 constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
-template <typename T>
-constexpr int kStageElems = 2 * kBK<T> * kPitch;  // A slab, then B slab
-template <typename T>
-constexpr int kSmemBytes = kStages * kStageElems<T> * static_cast<int>(sizeof(T));
+template <typename T, int KB>
+constexpr int kStageElems = 2 * kBK<T, KB> * kPitch;  // A slab, then B slab
+template <typename T, int KB>
+constexpr int kSmemBytes = kStages * kStageElems<T, KB> * static_cast<int>(sizeof(T));
 
 struct ShuffleGeom {
   int hw, win;         // pixels an image, input width
@@ -97,14 +97,14 @@ struct Mma<float> {
 };
 
 // One staged chunk into the warp's 64 x 32 accumulators. As/Bs: [k][pixel] and [k][column] slabs.
-template <typename T>
+template <typename T, int BK>
 __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, const T* Bs, int wm, int wn,
                                           int lane) {
   if constexpr (std::is_same_v<T, float>) {
     // m16n8k8 TF32: a0 (pixel g, k t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, column g), b1 (t+4, g).
     const int gq = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int ks = 0; ks < kBK<T>; ks += 8) {
+    for (int ks = 0; ks < BK; ks += 8) {
       uint32_t a[4][4], b[4][2];
       const float* ap = As + (ks + t) * kPitch + wm * 64 + gq;
       const float* bp = Bs + (ks + t) * kPitch + wn * 32 + gq;
@@ -131,7 +131,7 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, co
     // matrix i: A's are (k 0-7 | 8-15) x (pixels 0-7 | 8-15) in a0..a3 order, B's two n8 tiles' (k 0-7, 8-15).
     const int i = lane >> 3, r = lane & 7;
 #pragma unroll
-    for (int ks = 0; ks < kBK<T>; ks += 16) {
+    for (int ks = 0; ks < BK; ks += 16) {
       uint32_t a[4][4], b[4][2];
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi)
@@ -163,11 +163,11 @@ __device__ __forceinline__ void store2(at::BFloat16* y, float v0, float v1) {
   *reinterpret_cast<__nv_bfloat162*>(y) = __floats2bfloat162_rn(v0, v1);
 }
 
-template <typename T>
+template <typename T, int KB>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_shuffle_kernel(const ConvTParams p, const ShuffleGeom sg, const T* __restrict__ x,
                          const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ y, bool pair) {
-  constexpr int BK = kBK<T>, V = kVec<T>, kRowCopies = kBM / V;
+  constexpr int BK = kBK<T, KB>, V = kVec<T>, kRowCopies = kBM / V, kCopies = BK * kRowCopies / kThreads;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -186,14 +186,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const T* wg = w + g * sg.cin_g * sg.nc;
   const int nchunks = (sg.cin_g + BK - 1) / BK;
 
-  // A stage is BK rows of 128 elements an operand: 512 16-byte copies each, two a thread; copies past the channels,
+  // A stage is BK rows of 128 elements an operand: 512 or 1024 16-byte copies, 2 or 4 a thread; copies past the channels,
   // pixels or columns are zero-filled (whole: pixels and columns come in multiples of 16 bytes).
   auto load_stage = [&](int chunk, int buf) {
-    T* As = smem + buf * kStageElems<T>;
+    T* As = smem + buf * kStageElems<T, KB>;
     T* Bs = As + BK * kPitch;
     const int k0 = chunk * BK;
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kCopies; ++j) {
       const int e = tid + j * kThreads;
       const int r = e / kRowCopies, c = (e % kRowCopies) * V;
       const bool kin = k0 + r < sg.cin_g;
@@ -222,8 +222,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int next = kc + kStages - 1;
     if (next < nchunks) load_stage(next, next % kStages);
     cp_async_commit();
-    const T* As = smem + (kc % kStages) * kStageElems<T>;
-    mma_chunk<T>(acc, As, As + BK * kPitch, wm, wn, lane);
+    const T* As = smem + (kc % kStages) * kStageElems<T, KB>;
+    mma_chunk<T, BK>(acc, As, As + BK * kPitch, wm, wn, lane);
   }
 
   // Epilogue: accumulator (pixel g or g+8, columns 2t and 2t+1) of each 16 x 8 tile.
@@ -286,7 +286,7 @@ ShuffleGeom geometry(const ConvTParams& p) {
   return sg;
 }
 
-template <typename T>
+template <typename T, int KB>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const ShuffleGeom sg = geometry(p);
@@ -295,11 +295,23 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   T* y = out.mutable_data_ptr<T>();
   // A column pair is two adjacent outputs of one row where the kernel width is even; one store needs the pair aligned.
   const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_shuffle_kernel<T>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<T>));
-  kernel<<<static_cast<unsigned>(blocks), kThreads, kSmemBytes<T>, stream>>>(
+  auto kernel = convt_shuffle_kernel<T, KB>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<T, KB>));
+  kernel<<<static_cast<unsigned>(blocks), kThreads, kSmemBytes<T, KB>, stream>>>(
       p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void launch_depth(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, int depth, cudaStream_t stream) {
+  if (depth == 0) depth = 1;
+  CONVT_CHECK(depth == 1 || depth == 2, "convt: the shuffle kernel stages 1 or 2 x 64 bytes of k, not ", depth);
+  if (depth == 2) {
+    launch_typed<T, 2>(p, x, w, b, out, stream);
+  } else {
+    launch_typed<T, 1>(p, x, w, b, out, stream);
+  }
 }
 
 }  // namespace
@@ -318,11 +330,11 @@ bool shuffle_supports(const ConvTParams& p, const at::Tensor& x, const at::Tenso
 }
 
 void launch_shuffle(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                    at::Tensor& out, cudaStream_t stream) {
+                    at::Tensor& out, int depth, cudaStream_t stream) {
   switch (x.scalar_type()) {
-    case at::kFloat: launch_typed<float>(p, x, w, b, out, stream); break;
-    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, stream); break;
-    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, stream); break;
+    case at::kFloat: launch_depth<float>(p, x, w, b, out, depth, stream); break;
+    case at::kHalf: launch_depth<at::Half>(p, x, w, b, out, depth, stream); break;
+    case at::kBFloat16: launch_depth<at::BFloat16>(p, x, w, b, out, depth, stream); break;
     default: TORCH_CHECK(false, "convt: the shuffle kernel takes float32 (as TF32), float16 and bfloat16");
   }
 }

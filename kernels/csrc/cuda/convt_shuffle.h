@@ -15,7 +15,8 @@ namespace convt {
 // switch); 16-byte input planes and weight rows (pixels and kernel-block columns a multiple of 16 bytes, operands
 // 16-byte aligned) and 32-bit sizes.
 bool shuffle_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, bool tf32);
+// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1).
 void launch_shuffle(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                    at::Tensor& out, cudaStream_t stream);
+                    at::Tensor& out, int depth, cudaStream_t stream);
 
 }  // namespace convt
