@@ -31,11 +31,16 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # strip kernel: two column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
     (2, 6, 40, (3, 3), (5, 140), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),
     (1, 8, 12, (3, 5), (6, 300), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float16, "strip32", True),
-    # shuffle kernel (kernel == stride): two pixel tiles and a channel tail with paired fp16 stores; groups, an odd
-    # kernel width (one store an output) in TF32; bf16 with two column tiles and 128 bytes of k a stage
-    (2, 40, 24, (2, 2), (12, 20), 2, 0, 0, 1, 1, torch.float16, "shuffle", True),
-    (1, 36, 8, (3, 1), (8, 10), (3, 1), 0, 0, 1, 2, torch.float32, "shuffle", True),
-    (1, 20, 40, (2, 2), (4, 16), 2, 0, 0, 1, 1, torch.bfloat16, "shufflek2", True),
+    # columns kernel, shuffle (kernel == stride): pixel tiles across images and a channel tail with paired fp16
+    # stores; groups and an odd kernel width (one store an output) in TF32; bf16, two column tiles, 128 bytes of k
+    (2, 40, 24, (2, 2), (12, 20), 2, 0, 0, 1, 1, torch.float16, "cols", True),
+    (1, 36, 8, (3, 1), (8, 10), (3, 1), 0, 0, 1, 2, torch.float32, "cols", True),
+    (1, 20, 40, (2, 2), (4, 16), 2, 0, 0, 1, 1, torch.bfloat16, "colsk2", True),
+    # columns kernel, gather: 4x4 images eight a tile with a channel tail (fp16); 16x16 on the 256-pixel tile in
+    # strict fp32 (3xTF32) with output padding; groups, dilation and the batch ending inside a tile (TF32)
+    (9, 40, 24, (4, 4), (4, 4), 2, 1, 0, 1, 1, torch.float16, "cols", True),
+    (1, 20, 12, (4, 4), (16, 12), 2, 1, 1, 1, 1, torch.float32, "cols", False),
+    (3, 32, 20, (4, 2), (6, 6), (2, 3), (2, 1), (1, 0), (2, 1), 2, torch.float32, "colsk2", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

@@ -226,19 +226,46 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
-# The shuffle kernel (kernel == stride) takes fp16, bf16 and fp32 as TF32; strict fp32 and double fall back.
-SHUFFLE_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
-SHUFFLE_ALGOS = ["shuffle", "shufflek1", "shufflek2"]
+# The columns kernel takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
+COLS_ALGOS = ["cols", "colsk1", "colsk2"]
+
+
+def cols_fits(case: Case, dtype) -> bool:
+    """The columns kernel's limits (convt_cols.cu cols_supports): 16-byte input planes and weight rows; kernel ==
+    stride without padding (shuffle), or images of at most 256 pixels whose column tile holds whole output channels
+    in whole 16-byte copies (gather)."""
+    if dtype == torch.float64:
+        return False
+    vec = 16 // dtype.itemsize
+    hw, kk = case.hw[0] * case.hw[1], case.k[0] * case.k[1]
+    if hw % vec or case.cout // case.groups * kk % vec:
+        return False
+    if cols_shuffle(case):
+        return True
+    bm, bn = (256, 64) if hw > 128 else (128, 128)
+    return hw <= bm and kk <= bn and bn // kk * kk % vec == 0
+
+
+def cols_shuffle(case: Case) -> bool:
+    return (case.k == case.stride and case.padding == (0, 0) and case.output_padding == (0, 0)
+            and case.dilation == (1, 1))
+
+
+def check_cols(case: Case, precision: str, seed: int, rng: random.Random) -> None:
+    if case.n > 0:
+        want = "cols" if cols_fits(case, TORCH_DTYPE[precision]) else "ffma"
+        assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed, out_offset=rng.choice([0, 1]))
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
-def test_shuffle_kernel_cuda(seed, precision, i, monkeypatch):
-    """Random kernel == stride problems forced onto the shuffle kernel: pixel and column tiles cut by the edge,
-    1-4 per axis (asymmetric), channel chunks with a tail and fewer channels than a chunk, odd kernel widths (one
-    store an output) and outputs off alignment, groups, bias, batch, non-contiguous input; its pick, then 64 and
-    128 bytes of k a stage."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", SHUFFLE_ALGOS[i % 3])
+def test_cols_shuffle_cuda(seed, precision, i, monkeypatch):
+    """Random kernel == stride problems forced onto the columns kernel (a pixel shuffle): pixel tiles across images
+    and cut by the batch's end, column tiles cut by the edge, 1-4 per axis (asymmetric), channel chunks with a tail
+    and fewer channels than a chunk, odd kernel widths (one store an output) and outputs off alignment, groups, bias,
+    non-contiguous input; its pick, then 64 and 128 bytes of k a stage."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_ALGOS[i % 3])
     rng = random.Random(seed * 6151 + i)
     base = random_case(rng, max_hw=6, max_ch=2)
     vec = 16 // TORCH_DTYPE[precision].itemsize  # 16-byte input planes and weight rows
@@ -249,21 +276,49 @@ def test_shuffle_kernel_cuda(seed, precision, i, monkeypatch):
     hw = rng.choice([(h, w) for h in range(1, 31) for w in range(1, 41) if h * w % vec == 0])
     case = Case(base.n, cin_g * g, cout_g * g, k, hw, k, (0, 0), (0, 0), (1, 1), g, base.bias, base.unbatched,
                 noncontiguous=base.noncontiguous)
-    if case.n > 0:
-        want = "shuffle" if precision in SHUFFLE_PRECISIONS else "ffma"
-        assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
-    check_cuda(case, precision, seed * 6151 + i, out_offset=rng.choice([0, 1]))
+    check_cols(case, precision, seed * 6151 + i, rng)
 
 
-@pytest.mark.parametrize("precision", SHUFFLE_PRECISIONS, indirect=True)
-@pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1"])
-def test_shuffle_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
-    """U-Net's 2x2 stride-2 layers, full size, on the shuffle kernel, which the heuristic picks for them (but for
-    TF32 past 128 input channels a group, where wgmma's longer reduction wins)."""
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_cols_gather_cuda(seed, precision, i, monkeypatch):
+    """Random problems on small images (1-256 pixels) forced onto the columns kernel's gather: overlapping taps summed
+    in shared memory with the divisibility test, strides 1-4, padding past the kernel, output padding, dilation,
+    pure-fill rows and columns, both tiles (128 and 256 pixels), several images and output channels a block and the
+    batch or channels ending inside a tile, groups, channel tails, bias, outputs off alignment."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_ALGOS[i % 3])
+    rng = random.Random(seed * 7057 + i)
+    dtype = TORCH_DTYPE[precision]
+    vec = 16 // dtype.itemsize
+    for _ in range(1000):
+        base = random_case(rng, max_hw=6, max_ch=2)
+        k = (rng.randint(1, 5), rng.randint(1, 5))
+        s = (rng.randint(1, 4), rng.randint(1, 4))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        hw = rng.choice([(h, w) for h in range(1, 17) for w in range(1, 17) if h * w % vec == 0])
+        g = rng.choice([1, 1, 2])
+        cin_g, cout_g = rng.choice([1, 7, 16, 40, 70]), rng.randint(1, 40)
+        case = Case(rng.choice([1, 2, 3, 9]), cin_g * g, cout_g * g, k, hw, s,
+                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias)
+        if min(case.out_hw()) > 0 and not cols_shuffle(case) and (dtype == torch.float64 or cols_fits(case, dtype)):
+            break
+    check_cols(case, precision, seed * 7057 + i, rng)
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1", "dcgan-512-256-n64", "dcgan-128-64-n1"])
+def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """The U-Net (shuffle) and DCGAN (gather) layers, full size, on the path the heuristic picks: the columns kernel
+    but for U-Net in strict fp32 and in TF32 past 128 input channels a group, and for double."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
-    on_shuffle = precision != "float32-tf32" or case.cin // case.groups <= 128
-    assert (path_taken(case, TORCH_DTYPE[precision]) == "shuffle") == on_shuffle, layer
+    cin_g = case.cin // case.groups
+    if cols_shuffle(case):
+        on_cols = precision in ("float16", "bfloat16") or (precision == "float32-tf32" and cin_g <= 128)
+    else:
+        on_cols = precision != "float64"
+    assert (path_taken(case, TORCH_DTYPE[precision]) == "cols") == on_cols, layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 

@@ -19,9 +19,9 @@
 #include <string>
 
 #include "../convt_params.h"
+#include "convt_cols.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
-#include "convt_shuffle.h"
 #include "convt_strip.h"
 #include "convt_tc.h"
 
@@ -198,14 +198,15 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
-// shuffle, shufflek1, shufflek2 (kernel == stride: one GEMM a group, written as a pixel shuffle; k: 64-byte
+// cols, colsk1, colsk2 (one GEMM a group against every (output channel, kernel row, kernel column), written as a
+// pixel shuffle where kernel == stride or summed in shared memory for images of at most 256 pixels; k: 64-byte
 // k-slices a stage); strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, shuffle and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kShuffle, kStrip, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, cols and strip fall back to ffma.
+enum class Path { kFfma, kRows, kPatch, kCols, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -214,7 +215,7 @@ struct Algo {
   RowsTile rows;  // the rows kernel's tile; 0s: its pick
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
-  int shuffle = 0;  // the shuffle kernel's k a stage, in 64-byte slices; 0: its pick
+  int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick
 };
 
 struct Forced {
@@ -234,9 +235,9 @@ constexpr Forced kForced[] = {
     {"patchk1", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 1}},
     {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
     {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
-    {"shuffle", {Path::kShuffle}},
-    {"shufflek1", {Path::kShuffle, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
-    {"shufflek2", {Path::kShuffle, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
+    {"cols", {Path::kCols}},
+    {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
+    {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -273,10 +274,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kRows && !rows_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
-      if (a.path == Path::kShuffle && !shuffle_supports(p, x, w, tf32)) a.path = Path::kFfma;
+      if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, shuffle, shufflek1, shufflek2, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -306,8 +307,8 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 0.130 in TF32 (cuDNN 0.164), 0.049 against 0.117 in fp16 and bf16 (cuDNN 0.095); unet-512-256-n8 fp16/bf16
   // 0.156 against 0.204 (cuDNN 0.197). In TF32 its mma.sync loses to wgmma on the 512-channel reduction (0.329
   // against 0.289 ms), so fp32 takes it to 128 input channels a group.
-  if (p.Cin_g >= 16 && (dtype != at::kFloat || p.Cin_g <= 128) && shuffle_supports(p, x, w, tf32)) {
-    return {Path::kShuffle};
+  if (p.Cin_g >= 16 && cols_supports(p, x, w)) {
+    if (cols_shuffle(p) ? dtype != at::kFloat || (tf32 && p.Cin_g <= 128) : p.Cout_g > 4) return {Path::kCols};
   }
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
@@ -353,7 +354,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
-    case Path::kShuffle: launch_shuffle(p, x, w, b, out, algo.shuffle, stream); break;
+    case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
@@ -377,7 +378,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kTc: return "tc";
     case Path::kRows: return "rows";
     case Path::kPatch: return "patch";
-    case Path::kShuffle: return "shuffle";
+    case Path::kCols: return "cols";
     case Path::kStrip: return "strip";
     default: return "ffma";
   }

@@ -1,0 +1,28 @@
+// The columns path (convt_cols.cu): the layer as one dense GEMM a group, input pixels (across the batch) x input
+// channels times input channels x columns, a column being one (output channel, kernel row, kernel column) of the
+// (Cin, Cout/g, KH, KW) weights, read as they lie. Then each column lands on the output:
+// - shuffle: where the kernel is the stride and there is no padding (U-Net's 2x2 stride-2 upsampling), every input
+//   pixel owns a disjoint KH x KW block of outputs, so each GEMM element is one output (a pixel shuffle);
+// - gather: where an image has at most 256 pixels (DCGAN's 4x4 and 16x16 layers), a block computes whole images
+//   against whole output channels, and each output sums its overlapping taps out of the block's GEMM tile in shared
+//   memory (col2im without atomics).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <cuda_runtime.h>
+
+#include "../convt_params.h"
+
+namespace convt {
+
+// fp16, bf16, fp32 (TF32 products where tf32, else 3xTF32); shuffle or gather geometry (above); 16-byte input planes
+// and weight rows (pixels an image and Cout/g * KH * KW a multiple of 16 bytes, operands 16-byte aligned); 32-bit
+// sizes.
+bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w);
+// Whether the columns path writes each GEMM element as one output (kernel == stride, no padding).
+bool cols_shuffle(const ConvTParams& p);
+// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1).
+void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                 bool tf32, int depth, cudaStream_t stream);
+
+}  // namespace convt
