@@ -301,14 +301,16 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // group is left to wgmma, whose tensor cores gain with the reduction (not measured: no such layer in the
   // suite).
   if (patch_supports(p) && (dtype == at::kFloat || dtype == at::kDouble || p.Cin_g < 128)) return {Path::kPatch};
-  // Kernel == stride (U-Net's 2x2 upsampling): one GEMM a group straight from the NCHW operands, every output
-  // written once by the block that computes it, where the phase paths pay a layout copy and write each phase's
-  // every-other element. First run (289f55a, H100, cuDNN beside it): unet-128-64-n1 0.078 ms against wgmma's
-  // 0.130 in TF32 (cuDNN 0.164), 0.049 against 0.117 in fp16 and bf16 (cuDNN 0.095); unet-512-256-n8 fp16/bf16
-  // 0.156 against 0.204 (cuDNN 0.197). In TF32 its mma.sync loses to wgmma on the 512-channel reduction (0.329
-  // against 0.289 ms), so fp32 takes it to 128 input channels a group.
+  // The columns kernel, kernel == stride (U-Net's 2x2 upsampling): one GEMM a group straight from the NCHW operands,
+  // every output written once by the block that computes it, where the phase paths pay a layout copy and write each
+  // phase's every-other element. Measured (H100, cuDNN beside it, docs/benchmarks/variants-v14-cols.txt):
+  // unet-128-64-n1 0.076-0.080 ms against wgmma's 0.130-0.156 in TF32 (cuDNN 0.164-0.174), 0.128 against 0.213 in
+  // strict fp32 (cuDNN 0.311), 0.055-0.071 against 0.117-0.137 in fp16/bf16 (cuDNN 0.095-0.107); unet-512-256-n8
+  // 0.68-0.71 against 0.88-0.90 strict (cuDNN 1.07), 0.156-0.187 against 0.204-0.265 fp16/bf16 (cuDNN 0.197-0.211).
+  // In TF32 its mma.sync loses to wgmma on the 512-channel reduction (0.32-0.35 against 0.29-0.32 ms), so TF32
+  // takes it to 128 input channels a group.
   if (p.Cin_g >= 16 && cols_supports(p, x, w)) {
-    if (cols_shuffle(p) ? dtype != at::kFloat || (tf32 && p.Cin_g <= 128) : p.Cout_g > 4) return {Path::kCols};
+    if (cols_shuffle(p) ? dtype != at::kFloat || !tf32 || p.Cin_g <= 128 : p.Cout_g > 4) return {Path::kCols};
   }
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
