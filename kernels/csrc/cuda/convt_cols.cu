@@ -279,29 +279,32 @@ __device__ __forceinline__ void store_gathered(const float (&acc)[4][4][4], floa
     }
   }
   __syncthreads();
+  // Threads along output positions (a row-major pixel of an output plane), then along the block's (image, output
+  // channel) pairs, so a thread reads a position's tables once for all the pairs it sums there.
   const int ipt = sg.m_eff / sg.hw, cpt = sg.n_eff / sg.kk, img0 = m0 / sg.hw, co0 = n0 / sg.kk;
-  const int total = ipt * cpt * sg.hout * sg.wout;  // < 2^31 (cols_supports)
-  const int64_t batch = sg.m_total / sg.hw;
-  for (int e = tid; e < total; e += kThreads) {
-    int r = e;
-    const int ow = r % sg.wout;
-    r /= sg.wout;
-    const int oh = r % sg.hout;
-    r /= sg.hout;
-    const int cl = r % cpt, il = r / cpt;
-    const int img = img0 + il, co = co0 + cl;
-    if (img >= batch || co >= sg.cout_g) continue;
-    const int64_t oc = g * sg.cout_g + co;
-    float s = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-    const float* tile = cs + il * sg.hw * PC + cl * sg.kk;
+  const int hwo = sg.hout * sg.wout, pairs = ipt * cpt;  // hwo < 2^31 (cols_supports)
+  const int along = hwo < kThreads ? hwo : kThreads, across = kThreads / along;
+  const int tp = tid % along, tq = tid / along;
+  const int64_t batch = sg.m_total / sg.hw, plane = int64_t(hwo), img_stride = int64_t(p.Cout) * hwo;
+  if (tq >= across) return;
+  for (int pos = tp; pos < hwo; pos += along) {
+    const int oh = pos / sg.wout, ow = pos - oh * sg.wout;
     const int* rt = row_tab + oh * sg.kh;
     const int* ct = col_tab + ow * sg.kw;
     const int nr = row_n[oh], ncl = col_n[ow];
-    for (int a = 0; a < nr; ++a) {
-      const float* tr = tile + rt[a];
-      for (int b = 0; b < ncl; ++b) s += tr[ct[b]];
+    for (int pr = tq; pr < pairs; pr += across) {
+      const int il = pr / cpt, cl = pr - il * cpt, img = img0 + il, co = co0 + cl;
+      if (img < batch && co < sg.cout_g) {
+        const int64_t oc = g * sg.cout_g + co;
+        float s = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
+        const float* tile = cs + il * sg.hw * PC + cl * sg.kk;
+        for (int a = 0; a < nr; ++a) {
+          const float* tr = tile + rt[a];
+          for (int b = 0; b < ncl; ++b) s += tr[ct[b]];
+        }
+        y[img * img_stride + oc * plane + pos] = static_cast<T>(s);
+      }
     }
-    y[((int64_t(img) * p.Cout + oc) * sg.hout + oh) * sg.wout + ow] = static_cast<T>(s);
   }
 }
 
@@ -478,7 +481,7 @@ bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& 
     if (p.Hout * (p.KH + 1) + p.Wout * (p.KW + 1) > kTapTable || p.sh >= lim || p.sw >= lim || p.ph >= lim ||
         p.pw >= lim || p.dh >= lim || p.dw >= lim)
       return false;
-    if ((bm / hw) * (bn / (p.KH * p.KW)) * p.Hout * p.Wout >= (int64_t(1) << 31)) return false;
+    if (p.Hout * p.Wout >= (int64_t(1) << 31)) return false;
   }
   const ColsGeom sg = geometry(p, wm);
   return p.groups * sg.m_tiles * sg.n_tiles < (int64_t(1) << 31);
