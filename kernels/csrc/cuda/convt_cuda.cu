@@ -308,7 +308,11 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // strict fp32 (cuDNN 0.311), 0.055-0.071 against 0.117-0.137 in fp16/bf16 (cuDNN 0.095-0.107); unet-512-256-n8
   // 0.68-0.71 against 0.88-0.90 strict (cuDNN 1.07), 0.156-0.187 against 0.204-0.265 fp16/bf16 (cuDNN 0.197-0.211).
   // In TF32 its mma.sync loses to wgmma on the 512-channel reduction (0.32-0.35 against 0.29-0.32 ms), so TF32
-  // takes it to 128 input channels a group.
+  // takes it to 128 input channels a group. Gather (images of at most 256 pixels, more than 4 output channels a
+  // group; fewer go to the patch kernel above): dcgan-512-256-n64 0.066-0.069 ms against wgmma's 0.078-0.083 in
+  // TF32 (cuDNN 0.059-0.066), 0.112-0.116 against 0.28 strict (cuDNN 0.27), 0.062-0.073 against 0.079-0.089 fp16;
+  // dcgan-128-64-n1 0.035-0.037 against 0.043-0.048 TF32, 0.039-0.040 against 0.092 strict, 0.034-0.038 against
+  // 0.044-0.051 fp16/bf16 (cuDNN 0.026-0.059: these take a few microseconds of GPU time, the rest is launch cost).
   if (p.Cin_g >= 16 && cols_supports(p, x, w)) {
     if (cols_shuffle(p) ? dtype != at::kFloat || !tf32 || p.Cin_g <= 128 : p.Cout_g > 4) return {Path::kCols};
   }
