@@ -21,6 +21,9 @@
 namespace convt {
 namespace {
 
+#include "cp_async.cuh"
+#include "mma_sync.cuh"
+
 constexpr int kThreads = 256;
 constexpr int kStages = 3;
 // Gather's tap tables: per output row its taps' tile offsets and their count, the same per output column (ints).
@@ -55,58 +58,12 @@ struct ColsGeom {
   bool gather;
 };
 
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 }
-
-__device__ __forceinline__ uint32_t tf32(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
-}
-
-template <typename T>
-struct Mma;
-template <>
-struct Mma<at::Half> {
-  static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<at::BFloat16> {
-  static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<float> {
-  static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
 
 // One staged chunk into the warp's 64 x 32 accumulators. As/Bs: [k][pixel] and [k][column] slabs.
 template <typename T, typename Tl, bool kStrict>
@@ -126,11 +83,11 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, co
 #pragma unroll
       for (int nj = 0; nj < 4; ++nj) {
         const float v0 = bp[nj * 8], v1 = bp[4 * PB + nj * 8];
-        b[nj][0] = tf32(v0);
-        b[nj][1] = tf32(v1);
+        b[nj][0] = tf32_round(v0);
+        b[nj][1] = tf32_round(v1);
         if constexpr (kStrict) {
-          bl[nj][0] = tf32(v0 - __uint_as_float(b[nj][0]));
-          bl[nj][1] = tf32(v1 - __uint_as_float(b[nj][1]));
+          bl[nj][0] = tf32_round(v0 - __uint_as_float(b[nj][0]));
+          bl[nj][1] = tf32_round(v1 - __uint_as_float(b[nj][1]));
         }
       }
 #pragma unroll
@@ -139,8 +96,8 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, co
         uint32_t a[4], al[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          a[e] = tf32(v[e]);
-          if constexpr (kStrict) al[e] = tf32(v[e] - __uint_as_float(a[e]));
+          a[e] = tf32_round(v[e]);
+          if constexpr (kStrict) al[e] = tf32_round(v[e] - __uint_as_float(a[e]));
         }
 #pragma unroll
         for (int nj = 0; nj < 4; ++nj) {
@@ -346,13 +303,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int j = 0; j < Tl::kACopies; ++j) {
       const int row = ar + j * kAStep;
       const bool ok = a_ok && k0 + row < sg.cin_g;
-      cp_async16(st + a_dst + j * kAStep * Tl::PA, ok ? a_src + int64_t(k0 + j * kAStep) * sg.hw : x, ok);
+      cp_async16_zfill(st + a_dst + j * kAStep * Tl::PA, ok ? a_src + int64_t(k0 + j * kAStep) * sg.hw : x, ok);
     }
 #pragma unroll
     for (int j = 0; j < Tl::kBCopies; ++j) {
       const int row = br + j * kBStep;
       const bool ok = b_ok && k0 + row < sg.cin_g;
-      cp_async16(st + b_dst + j * kBStep * Tl::PB, ok ? b_src + int64_t(k0 + j * kBStep) * sg.nc : w, ok);
+      cp_async16_zfill(st + b_dst + j * kBStep * Tl::PB, ok ? b_src + int64_t(k0 + j * kBStep) * sg.nc : w, ok);
     }
   };
 

@@ -34,6 +34,8 @@
 namespace convt {
 namespace {
 
+#include "cp_async.cuh"
+
 // Phase rows a thread: 16 for one output channel (a window of 16 + taps - 1 loads serves 16 x taps FFMA a
 // width tap), 8 for more (their accumulators are CO_T x rows).
 template <int CO_T>
@@ -101,13 +103,6 @@ __device__ __forceinline__ void cp_async_zfill(T* dst, const T* src, bool valid)
                "r"(valid ? static_cast<int>(sizeof(T)) : 0)
                : "memory");
 }
-// Asynchronous 16-byte copy, all or nothing: zero-filled where !valid.
-__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_prior() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
 // A chunk's weights as [channel][tap][output channel], rows padded to staged_co with zeros.
 template <typename scalar_t, typename acc_t, int CO_T>
@@ -299,7 +294,7 @@ __global__ void __launch_bounds__((CO_T == 1 && sizeof(acc_t) == 4 ? kMaxWarpsOn
   if (nchunks > 1) stage(1);
   cp_async_commit();
   for (int k = 0; k < nchunks; ++k) {
-    cp_async_wait_prior();  // this thread's copies of chunk k have landed
+    cp_async_wait<1>();  // this thread's copies of chunk k have landed
     __syncthreads();        // and every thread's; and every warp is done with chunk k - 1
     if (k + 2 < nchunks) stage(k + 2);
     cp_async_commit();

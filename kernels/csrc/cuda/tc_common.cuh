@@ -20,11 +20,7 @@ struct Word<at::BFloat16> {
   static constexpr int kChannels = 2;
 };
 
-__device__ __forceinline__ uint32_t tf32_round(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
-}
+#include "mma_sync.cuh"  // tf32_round, and the mma.sync wrappers convt_tc.cu issues
 
 // Low half holds the even channel: the mma's k-order within a register.
 __device__ __forceinline__ uint32_t pack2(at::Half lo, at::Half hi) {

@@ -1,0 +1,16 @@
+// cp.async as the staging kernels issue it (convt_patch.cu, convt_cols.cu): 16-byte copies global -> shared past L1,
+// zero-filled where a copy falls outside its operand, committed and waited on in groups. The "memory" clobbers keep
+// the compiler from moving shared-memory accesses across them. Included into each .cu's anonymous namespace.
+#pragma once
+
+// All or nothing: zero-filled where !valid (src is then not read).
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
