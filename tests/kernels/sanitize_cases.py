@@ -41,6 +41,12 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (9, 40, 24, (4, 4), (4, 4), 2, 1, 0, 1, 1, torch.float16, "cols", True),
     (1, 20, 12, (4, 4), (16, 12), 2, 1, 1, 1, 1, torch.float32, "cols", False),
     (3, 32, 20, (4, 2), (6, 6), (2, 3), (2, 1), (1, 0), (2, 1), 2, torch.float32, "colsk2", True),
+    # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
+    # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
+    (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),
+    (1, 24, 40, (3, 3), (21, 12), 1, 1, 0, 1, 2, torch.float32, "dense4w", False),
+    (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dense2", True),
+    (1, 16, 33, (2, 2), (10, 72), 1, 0, (1, 0), (2, 1), 1, torch.bfloat16, "dense2w", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

@@ -323,6 +323,46 @@ def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+# The dense kernel (stride 1) takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
+DENSE_ALGOS = ["dense", "dense2", "dense2w", "dense4", "dense4w"]
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random stride-1 problems forced onto the dense kernel, each tile in turn: output rectangles cut by the image's
+    edge in both axes, halos reaching past every edge (padding 0 to past the kernel), dilation, output padding,
+    asymmetric kernels, input channels with a tail chunk and fewer than a chunk, output channels past one tile and
+    not a multiple of it, groups, bias, batch and unbatched, non-contiguous input, outputs off alignment (one store
+    an output); widths off 16 bytes must fall back to ffma."""
+    algo = DENSE_ALGOS[i % len(DENSE_ALGOS)]
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 92821 + i)
+    dtype = TORCH_DTYPE[precision]
+    vec = 16 // dtype.itemsize
+    base = random_case(rng, max_hw=6, max_ch=2)
+    k = (rng.randint(1, 4), rng.randint(1, 4))  # with dilation 2 at most, every tile's stages fit 227 KB
+    d = (rng.randint(1, 2), rng.randint(1, 2))
+    g = rng.choice([1, 1, 2, 3])
+    cin_g = rng.choice([1, 5, 8, 16, 24, 40])
+    cout_g = rng.choice([1, 7, 16, 33, 64, 70])
+    width = rng.choice([vec, 2 * vec, 5 * vec, 9 * vec, 13]) if i % 8 else rng.randint(1, 40)
+    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 40), width), (1, 1),
+                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
+                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.unbatched:
+        case.n = 1
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    fits = torch.cuda.get_device_properties(0).shared_memory_per_block_optin >= 227 * 1024
+    want = "dense" if dtype != torch.float64 and width % vec == 0 else "ffma"
+    if want == "dense" and not fits:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    assert path_taken(case, dtype) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 92821 + i, out_offset=rng.choice([0, 1]))
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
@@ -353,7 +393,8 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+                                  "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""

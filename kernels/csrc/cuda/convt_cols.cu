@@ -23,6 +23,7 @@ namespace {
 
 #include "cp_async.cuh"
 #include "mma_sync.cuh"
+#include "store_pair.cuh"
 
 constexpr int kThreads = 256;
 constexpr int kStages = 3;
@@ -135,16 +136,6 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, co
         for (int nj = 0; nj < 4; ++nj) Mma<T>::run(acc[mi][nj], a[mi], b[nj]);
     }
   }
-}
-
-__device__ __forceinline__ void store2(float* y, float v0, float v1) {
-  *reinterpret_cast<float2*>(y) = make_float2(v0, v1);
-}
-__device__ __forceinline__ void store2(at::Half* y, float v0, float v1) {
-  *reinterpret_cast<__half2*>(y) = __floats2half2_rn(v0, v1);
-}
-__device__ __forceinline__ void store2(at::BFloat16* y, float v0, float v1) {
-  *reinterpret_cast<__nv_bfloat162*>(y) = __floats2bfloat162_rn(v0, v1);
 }
 
 // Shuffle: the accumulator (pixel g or g+8, columns 2t and 2t+1) of each 16 x 8 tile straight to its outputs.

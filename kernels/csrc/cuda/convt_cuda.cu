@@ -20,6 +20,7 @@
 
 #include "../convt_params.h"
 #include "convt_cols.h"
+#include "convt_dense.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
 #include "convt_strip.h"
@@ -200,13 +201,15 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
 // cols, colsk1, colsk2 (one GEMM a group against every (output channel, kernel row, kernel column), written as a
 // pixel shuffle where kernel == stride or summed in shared memory for images of at most 256 pixels; k: 64-byte
-// k-slices a stage); strip, strip4,
+// k-slices a stage); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
+// taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
+// strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, cols and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kCols, kStrip, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, cols, dense and strip fall back to ffma.
+enum class Path { kFfma, kRows, kPatch, kCols, kDense, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -216,6 +219,7 @@ struct Algo {
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
   int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick
+  DenseTile dense;  // the dense kernel's m-tiles a warp and warps a block; 0s: its pick
 };
 
 struct Forced {
@@ -238,6 +242,11 @@ constexpr Forced kForced[] = {
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
+    {"dense", {Path::kDense}},
+    {"dense2", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {2, 8}}},
+    {"dense2w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {2, 16}}},
+    {"dense4", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 8}}},
+    {"dense4w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 16}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -258,6 +267,19 @@ constexpr Forced kForced[] = {
     {"wgh128", {Path::kWgh, TcTile::kAuto, WgTile::kAuto, WghTile::kBN128}},
 };
 
+// The dense kernel's tile where the heuristic takes it (above), or {} where it does not: a full chunk of input
+// channels, at least a tile of output channels, and outputs to fill a few rectangles.
+DenseTile dense_preferred(const ConvTParams& p, at::ScalarType dtype, bool tf32) {
+  if (p.sh != 1 || p.sw != 1 || p.Cin_g < 16 || p.Cout_g < 16 || p.Hout * p.Wout < 1024) return {};
+  const bool tf32_mode = dtype == at::kFloat && tf32;
+  // 16 warps measured faster but for TF32 on a 3x3 kernel (kb71 0.87 against 0.95 ms): their taller halo cuts the
+  // weights a block stages per output, which matters where there are more taps or three products a tap.
+  if (p.Cout_g <= 32) return {2, tf32_mode && p.KH * p.KW <= 9 ? 8 : 16};
+  if (tf32_mode || dtype == at::kDouble) return {};
+  if (p.Cout_g <= 64 || dtype == at::kFloat) return {4, 16};
+  return {};
+}
+
 Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, bool tf32) {
   const at::ScalarType dtype = x.scalar_type();
   const char* env = std::getenv("CONVT_CUDA_ALGO");
@@ -275,9 +297,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
+      if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -315,6 +338,19 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 0.044-0.051 fp16/bf16 (cuDNN 0.026-0.059: these take a few microseconds of GPU time, the rest is launch cost).
   if (p.Cin_g >= 16 && cols_supports(p, x, w)) {
     if (cols_shuffle(p) ? dtype != at::kFloat || !tf32 || p.Cin_g <= 128 : p.Cout_g > 4) return {Path::kCols};
+  }
+  // Stride 1 (KernelBench 57-78): the dense kernel reads the NCHW input itself, one halo a chunk for every tap,
+  // where the phase paths pay a channels-last copy (or, wgh, one block an SM). Measured on an H200 beside cuDNN
+  // (docs/benchmarks/variants-v15-dense.txt, run 1): 32 output channels a group in every mode (kb71 TF32 0.87 ms
+  // against auto's 1.36, strict 1.64 against 2.60, fp16 0.62 against 1.09; kb78 1.24 against 1.97, 2.95 against 5.24,
+  // 0.78 against 1.54); 64 in strict fp32 and half types (kb57 strict 9.8 against 14.7, fp16 3.17 against 4.24;
+  // kb65 5.3 against 8.0, 1.31 against 1.54) but not TF32, where it ties the halo kernel (kb57 4.70 against 4.74,
+  // kb65 2.37 against 2.44); 128 in strict fp32 only (kb69 8.9 against 11.1), as wgmma's rate wins in TF32 and half
+  // types (kb69 TF32 4.0 against 2.56, fp16 2.34 against 1.76).
+  if (const DenseTile t = dense_preferred(p, dtype, tf32); t.mt != 0 && dense_supports(p, x, tf32, t)) {
+    Algo a{Path::kDense};
+    a.dense = t;
+    return a;
   }
   if (wg_ok && dtype != at::kFloat && p.Cin_g >= 32 && p.Cout_g <= kRowsMaxCout) {
     return {Path::kWg, TcTile::kAuto, WgTile::kBN32};
@@ -361,6 +397,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, stream); break;
+    case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
@@ -385,6 +422,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kRows: return "rows";
     case Path::kPatch: return "patch";
     case Path::kCols: return "cols";
+    case Path::kDense: return "dense";
     case Path::kStrip: return "strip";
     default: return "ffma";
   }
