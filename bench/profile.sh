@@ -7,7 +7,7 @@ export PYTHONPATH="$PWD" TORCH_CUDA_ARCH_LIST=9.0 CONVT_BUILD_DIR=/tmp/convt-bui
 python3 -m kernels build > /dev/null
 for c in "$@"; do
   # NCU_KERNEL picks the kernel (the tensor-core path launches pack and layout kernels first).
-  ncu --kernel-name "${NCU_KERNEL:-regex:convt}" -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+  ncu --clock-control none --kernel-name "${NCU_KERNEL:-regex:convt}" -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       --section SchedulerStats --section InstructionStats python3 -m bench.profile_one "$c" \
       > "$OUT/ncu-$c${NCU_TAG:-}.txt" 2>&1
