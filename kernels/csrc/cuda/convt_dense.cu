@@ -94,20 +94,16 @@ __global__ void dense_pack_kernel(const DenseGeom d, const T* __restrict__ w, ui
 
 // One chunk's taps into the warp's accumulators. hs: the halo as words [k-word][row][pixel], at this lane's
 // (k-word t, pixel g) and the warp's row; ws: the chunk's packed weights at this lane.
-// kPairs (half types): hs is the staged halo itself, halves [channel][row][pixel] at this lane's (channel 2t, pixel g),
-// and each B word is built from two 16-bit loads.
-template <typename T, bool kStrict, int MT, bool kPairs>
-__device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const void* hs_v, const uint32_t* ws,
+template <typename T, bool kStrict, int MT>
+__device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const uint32_t* hs, const uint32_t* ws,
                                          const DenseGeom& d) {
   constexpr int NT = 16 / MT, WA = kStrict ? 8 : 4;
   using MmaT = std::conditional_t<std::is_same_v<T, float>, float, T>;
-  using Elem = std::conditional_t<kPairs, uint16_t, uint32_t>;
-  const Elem* hs = static_cast<const Elem*>(hs_v);
   const uint32_t* a_tap = ws;
   for (int kh = 0; kh < d.kh; ++kh) {
-    const Elem* b_row = hs + (d.kh - 1 - kh) * d.dh * d.rp;
+    const uint32_t* b_row = hs + (d.kh - 1 - kh) * d.dh * d.rp;
     for (int kw = 0; kw < d.kw; ++kw, a_tap += MT * 32 * WA) {
-      const Elem* bp = b_row + (d.kw - 1 - kw) * d.dw;
+      const uint32_t* bp = b_row + (d.kw - 1 - kw) * d.dw;
       uint32_t a[MT][4], al[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
@@ -121,13 +117,8 @@ __device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const voi
 #pragma unroll
       for (int nj = 0; nj < NT; ++nj) {
         uint32_t b[2], bl[2];
-        if constexpr (kPairs) {
-          b[0] = __byte_perm(bp[nj * 8], bp[d.cpr + nj * 8], 0x5410);
-          b[1] = __byte_perm(bp[8 * d.cpr + nj * 8], bp[9 * d.cpr + nj * 8], 0x5410);
-        } else {
-          b[0] = bp[nj * 8];
-          b[1] = bp[4 * d.cp + nj * 8];
-        }
+        b[0] = bp[nj * 8];
+        b[1] = bp[4 * d.cp + nj * 8];
         if constexpr (std::is_same_v<T, float>) {
           const float v0 = __uint_as_float(b[0]), v1 = __uint_as_float(b[1]);
           b[0] = tf32_round(v0);
@@ -150,7 +141,7 @@ __device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const voi
   }
 }
 
-template <typename T, bool kStrict, int MT, int NW, bool kPairs>
+template <typename T, bool kStrict, int MT, int NW>
 __global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? 2 : 1)
     convt_dense_kernel(const DenseGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                        const T* __restrict__ bias, T* __restrict__ y, bool pair) {
@@ -237,7 +228,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? 2 : 1)
     cp_async_commit();
     const uint32_t* st = smem + (kc % d.stages) * d.stage_words;
     const uint32_t* words = st;
-    if constexpr (Chunk<T>::kHalf && !kPairs) {
+    if constexpr (Chunk<T>::kHalf) {
       // Channel pairs into words: word (c2, pixel) = (channel 2 c2, channel 2 c2 + 1), four pixels a thread a step.
       uint32_t* wb = smem + d.stages * d.stage_words;
       const T* raw = reinterpret_cast<const T*>(st);
@@ -253,13 +244,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? 2 : 1)
       __syncthreads();
       words = wb;
     }
-    const void* b_base;
-    if constexpr (kPairs) {
-      b_base = reinterpret_cast<const uint16_t*>(st) + 2 * tq * d.cpr + warp * d.rp + shift + gq;
-    } else {
-      b_base = words + b_lane;
-    }
-    mma_taps<T, kStrict, MT, kPairs>(acc, b_base, st + d.halo_words + lane * (kStrict ? 8 : 4), d);
+    mma_taps<T, kStrict, MT>(acc, words + b_lane, st + d.halo_words + lane * (kStrict ? 8 : 4), d);
   }
   cp_async_wait<0>();
 
@@ -306,7 +291,6 @@ DenseTile pick(const ConvTParams& p, DenseTile t) {
 }
 
 DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int smem_limit) {
-  const bool pairs = elem == 2 && t.pairs;
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8, TW = 16 / t.mt * 8, WA = strict ? 8 : 4;
   DenseGeom d{};
   d.n = static_cast<int>(p.N);
@@ -328,12 +312,11 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
   d.rp = round_up(V - 1 + TW + (d.kw - 1) * d.dw, V);
   d.rpv = d.rp / V;
   d.cp = round_up(d.hr * d.rp, 32) + 8;
-  // Pairs read channel 2t's halves at word t x pitch: a pitch of 8 past a multiple of 32 puts each t in 8 banks of its own.
-  d.cpr = elem == 2 ? (pairs ? round_up(d.hr * d.rp, 32) + 8 : d.hr * d.rp) : d.cp;
-  d.halo_words = elem == 2 ? 8 * d.cpr : 8 * d.cp;
+  d.cpr = elem == 2 ? d.hr * d.rp : d.cp;
+  d.halo_words = elem == 2 ? 8 * d.hr * d.rp : 8 * d.cp;
   d.w_slab = d.kh * d.kw * t.mt * 32 * WA;
   d.stage_words = d.halo_words + d.w_slab;
-  const int extra = elem == 2 && !pairs ? 8 * d.cp : 0;  // half types: the interleaved halo
+  const int extra = elem == 2 ? 8 * d.cp : 0;  // half types: the interleaved halo
   const int table = round_up(d.hr * d.rpv, 4);
   d.stages = (3 * d.stage_words + extra + table) * 4 <= smem_limit ? 3 : 2;
   d.table_word = d.stages * d.stage_words + extra;
@@ -347,11 +330,11 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
 
 int smem_bytes(const DenseGeom& d) { return (d.table_word + round_up(d.hr * d.rpv, 4)) * 4; }
 
-template <typename T, bool kStrict, int MT, int NW, bool kPairs = false>
+template <typename T, bool kStrict, int MT, int NW>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int elem = static_cast<int>(sizeof(T));
-  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW, kPairs}, max_smem(x.get_device()));
+  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW}, max_smem(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
   const int64_t slots = p.groups * int64_t(d.co_tiles) * d.chunks * d.kh * d.kw * MT * 32;
@@ -363,7 +346,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   const int smem = smem_bytes(d);
-  auto kernel = convt_dense_kernel<T, kStrict, MT, NW, kPairs>;
+  auto kernel = convt_dense_kernel<T, kStrict, MT, NW>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<static_cast<unsigned>(blocks), NW * 32, smem, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -373,16 +356,6 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 template <typename T, bool kStrict>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DenseTile t, cudaStream_t stream) {
-  if constexpr (sizeof(T) == 2) {
-    if (t.pairs) {
-      if (t.mt == 2) {
-        launch_typed<T, kStrict, 2, 16, true>(p, x, w, b, out, stream);
-      } else {
-        launch_typed<T, kStrict, 4, 16, true>(p, x, w, b, out, stream);
-      }
-      return;
-    }
-  }
   if (t.mt == 2) {
     if (t.warps == 16) {
       launch_typed<T, kStrict, 2, 16>(p, x, w, b, out, stream);

@@ -15,11 +15,9 @@
 namespace convt {
 
 // Output channels a warp (16 x mt: 32 or 64) and warps a block (8 or 16 output rows); 0: the kernel's pick.
-// pairs (half types, 16 warps): B words built from two 16-bit loads of the staged halo, not from an interleaved copy.
 struct DenseTile {
   int mt = 0;
   int warps = 0;
-  bool pairs = false;
 };
 
 // fp32 (TF32 where tf32, else 3xTF32), fp16, bf16; stride 1; input rows in whole 16-byte copies (width a
