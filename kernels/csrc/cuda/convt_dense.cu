@@ -130,11 +130,19 @@ __device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const uin
         }
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          if constexpr (kStrict) {  // small products first (3xTF32; low x low is below fp32's precision)
-            Mma<MmaT>::run(acc[mt][nj], al[mt], b);
-            Mma<MmaT>::run(acc[mt][nj], a[mt], bl);
+          if constexpr (kStrict) {
+            // 3xTF32, small products first (low x low is below fp32's precision). The tensor cores' fp32 sums do not
+            // round to nearest: carried through a whole reduction (kb65: 64 channels x 21 taps) they read 9e-6
+            // against float64. So each step's three products start from zero and join the sum with a rounded add.
+            float s[4] = {0.f, 0.f, 0.f, 0.f};
+            Mma<MmaT>::run(s, al[mt], b);
+            Mma<MmaT>::run(s, a[mt], bl);
+            Mma<MmaT>::run(s, a[mt], b);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mt][nj][e] += s[e];
+          } else {
+            Mma<MmaT>::run(acc[mt][nj], a[mt], b);
           }
-          Mma<MmaT>::run(acc[mt][nj], a[mt], b);
         }
       }
     }
