@@ -324,7 +324,7 @@ def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):
 
 
 # The dense kernel (stride 1) takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
-DENSE_ALGOS = ["dense", "dense2", "dense2w", "dense4", "dense4w", "dense2s"]
+DENSE_ALGOS = ["dense", "dense2", "dense2w", "dense4", "dense4w"]
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

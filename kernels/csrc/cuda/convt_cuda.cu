@@ -202,8 +202,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // cols, colsk1, colsk2 (one GEMM a group against every (output channel, kernel row, kernel column), written as a
 // pixel shuffle where kernel == stride or summed in shared memory for images of at most 256 pixels; k: 64-byte
 // k-slices a stage); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
-// taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8;
-// s: 32 columns a warp at 2, three blocks an SM);
+// taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
 // strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -248,7 +247,6 @@ constexpr Forced kForced[] = {
     {"dense2w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {2, 16}}},
     {"dense4", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 8}}},
     {"dense4w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 16}}},
-    {"dense2s", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {2, 8, 4}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -302,7 +300,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dense2s, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a

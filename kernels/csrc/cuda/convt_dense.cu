@@ -94,10 +94,10 @@ __global__ void dense_pack_kernel(const DenseGeom d, const T* __restrict__ w, ui
 
 // One chunk's taps into the warp's accumulators. hs: the halo as words [k-word][row][pixel], at this lane's
 // (k-word t, pixel g) and the warp's row; ws: the chunk's packed weights at this lane.
-template <typename T, bool kStrict, int MT, int NT>
-__device__ __forceinline__ void mma_taps(float (&acc)[MT][NT][4], const uint32_t* hs, const uint32_t* ws,
+template <typename T, bool kStrict, int MT>
+__device__ __forceinline__ void mma_taps(float (&acc)[MT][16 / MT][4], const uint32_t* hs, const uint32_t* ws,
                                          const DenseGeom& d) {
-  constexpr int WA = kStrict ? 8 : 4;
+  constexpr int NT = 16 / MT, WA = kStrict ? 8 : 4;
   using MmaT = std::conditional_t<std::is_same_v<T, float>, float, T>;
   const uint32_t* a_tap = ws;
   for (int kh = 0; kh < d.kh; ++kh) {
@@ -149,12 +149,11 @@ __device__ __forceinline__ void mma_taps(float (&acc)[MT][NT][4], const uint32_t
   }
 }
 
-// 2 x 4 tiles (32 accumulators) leave room for three blocks of 8 warps an SM outside strict fp32.
-template <typename T, bool kStrict, int MT, int NT, int NW>
-__global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? (MT * NT == 8 ? 3 : 2) : 1)
+template <typename T, bool kStrict, int MT, int NW>
+__global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? 2 : 1)
     convt_dense_kernel(const DenseGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                        const T* __restrict__ bias, T* __restrict__ y, bool pair) {
-  constexpr int TW = NT * 8, BCO = MT * 16, NTH = NW * 32;
+  constexpr int NT = 16 / MT, TW = NT * 8, BCO = MT * 16, NTH = NW * 32;
   constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   // Staging: warp w copies channel w % CH (and w + NW, ... where a chunk has more channels than warps), WPC warps
   // sharing a channel's copies.
@@ -253,7 +252,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? (MT * NT == 8 ?
       __syncthreads();
       words = wb;
     }
-    mma_taps<T, kStrict, MT, NT>(acc, words + b_lane, st + d.halo_words + lane * (kStrict ? 8 : 4), d);
+    mma_taps<T, kStrict, MT>(acc, words + b_lane, st + d.halo_words + lane * (kStrict ? 8 : 4), d);
   }
   cp_async_wait<0>();
 
@@ -295,13 +294,12 @@ int max_smem(int device) {
 // each block stages).
 DenseTile pick(const ConvTParams& p, DenseTile t) {
   if (t.mt == 0) t.mt = p.Cout_g <= 32 ? 2 : 4;
-  if (t.nt == 0) t.nt = 16 / t.mt;
   if (t.warps == 0) t.warps = p.KH * p.KW <= 9 ? 8 : 16;
   return t;
 }
 
 DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int smem_limit) {
-  const int V = 16 / elem, CH = elem == 2 ? 16 : 8, TW = t.nt * 8, WA = strict ? 8 : 4;
+  const int V = 16 / elem, CH = elem == 2 ? 16 : 8, TW = 16 / t.mt * 8, WA = strict ? 8 : 4;
   DenseGeom d{};
   d.n = static_cast<int>(p.N);
   d.hin = static_cast<int>(p.Hin);
@@ -340,11 +338,11 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
 
 int smem_bytes(const DenseGeom& d) { return (d.table_word + round_up(d.hr * d.rpv, 4)) * 4; }
 
-template <typename T, bool kStrict, int MT, int NT, int NW>
+template <typename T, bool kStrict, int MT, int NW>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int elem = static_cast<int>(sizeof(T));
-  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW, NT}, max_smem(x.get_device()));
+  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW}, max_smem(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
   const int64_t slots = p.groups * int64_t(d.co_tiles) * d.chunks * d.kh * d.kw * MT * 32;
@@ -356,7 +354,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   const int smem = smem_bytes(d);
-  auto kernel = convt_dense_kernel<T, kStrict, MT, NT, NW>;
+  auto kernel = convt_dense_kernel<T, kStrict, MT, NW>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<static_cast<unsigned>(blocks), NW * 32, smem, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -366,18 +364,16 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 template <typename T, bool kStrict>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DenseTile t, cudaStream_t stream) {
-  if (t.mt == 2 && t.nt == 4) {
-    launch_typed<T, kStrict, 2, 4, 8>(p, x, w, b, out, stream);
-  } else if (t.mt == 2) {
+  if (t.mt == 2) {
     if (t.warps == 16) {
-      launch_typed<T, kStrict, 2, 8, 16>(p, x, w, b, out, stream);
+      launch_typed<T, kStrict, 2, 16>(p, x, w, b, out, stream);
     } else {
-      launch_typed<T, kStrict, 2, 8, 8>(p, x, w, b, out, stream);
+      launch_typed<T, kStrict, 2, 8>(p, x, w, b, out, stream);
     }
   } else if (t.warps == 16) {
-    launch_typed<T, kStrict, 4, 4, 16>(p, x, w, b, out, stream);
+    launch_typed<T, kStrict, 4, 16>(p, x, w, b, out, stream);
   } else {
-    launch_typed<T, kStrict, 4, 4, 8>(p, x, w, b, out, stream);
+    launch_typed<T, kStrict, 4, 8>(p, x, w, b, out, stream);
   }
 }
 
@@ -403,10 +399,8 @@ bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseT
 void launch_dense(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, bool tf32, DenseTile tile, cudaStream_t stream) {
   const DenseTile t = pick(p, tile);
-  const bool known = (t.nt == 16 / t.mt && (t.mt == 2 || t.mt == 4) && (t.warps == 8 || t.warps == 16)) ||
-                     (t.mt == 2 && t.nt == 4 && t.warps == 8);
-  CONVT_CHECK(known, "convt: the dense kernel's tiles are 2 x 8 and 4 x 4 m x n tiles a warp at 8 or 16 warps, and 2 x 4 at 8, not ",
-              t.mt, " x ", t.nt, " at ", t.warps);
+  CONVT_CHECK((t.mt == 2 || t.mt == 4) && (t.warps == 8 || t.warps == 16),
+              "convt: the dense kernel takes 2 or 4 m-tiles and 8 or 16 warps, not ", t.mt, " and ", t.warps);
   switch (x.scalar_type()) {
     case at::kFloat:
       if (tf32) {

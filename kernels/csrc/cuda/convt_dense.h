@@ -14,12 +14,10 @@
 
 namespace convt {
 
-// A warp's tile, mt m16 tiles of output channels x nt n8 tiles of one output row's columns (2 x 8 or 4 x 4 at 8 or 16
-// warps, 2 x 4 at 8), and warps a block (output rows); 0s: the kernel's pick (nt: 16 / mt).
+// Output channels a warp (16 x mt: 32 or 64) and warps a block (8 or 16 output rows); 0: the kernel's pick.
 struct DenseTile {
   int mt = 0;
   int warps = 0;
-  int nt = 0;
 };
 
 // fp32 (TF32 where tf32, else 3xTF32), fp16, bf16; stride 1; input rows in whole 16-byte copies (width a
