@@ -341,12 +341,13 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   }
   // Stride 1 (KernelBench 57-78): the dense kernel reads the NCHW input itself, one halo a chunk for every tap,
   // where the phase paths pay a channels-last copy (or, wgh, one block an SM). Measured on an H200 beside cuDNN
-  // (docs/benchmarks/variants-v15-dense.txt, run 1): 32 output channels a group in every mode (kb71 TF32 0.87 ms
-  // against auto's 1.36, strict 1.64 against 2.60, fp16 0.62 against 1.09; kb78 1.24 against 1.97, 2.95 against 5.24,
-  // 0.78 against 1.54); 64 in strict fp32 and half types (kb57 strict 9.8 against 14.7, fp16 3.17 against 4.24;
-  // kb65 5.3 against 8.0, 1.31 against 1.54) but not TF32, where it ties the halo kernel (kb57 4.70 against 4.74,
-  // kb65 2.37 against 2.44); 128 in strict fp32 only (kb69 8.9 against 11.1), as wgmma's rate wins in TF32 and half
-  // types (kb69 TF32 4.0 against 2.56, fp16 2.34 against 1.76).
+  // (docs/benchmarks/variants-v15-dense.txt; TF32 and half types run 1, strict fp32 run 4, each against the paths
+  // taken before): 32 output channels a group in every mode (kb71 TF32 0.87 ms against 1.36, strict 1.77 against
+  // 2.60, fp16 0.62 against 1.09; kb78 1.24 against 1.97, 3.17 against 5.24, 0.78 against 1.54); 64 in strict fp32
+  // and half types (kb57 strict 10.9 against 14.7, fp16 3.17 against 4.24; kb65 6.0 against 8.0, 1.31 against 1.54)
+  // but not TF32, where it ties the halo kernel (kb57 4.70 against 4.74, kb65 2.37 against 2.44); 128 in strict fp32
+  // only (kb69 10.0 against 11.1), as wgmma's rate wins in TF32 and half types (kb69 TF32 4.0 against 2.56, fp16 2.34
+  // against 1.76).
   if (const DenseTile t = dense_preferred(p, dtype, tf32); t.mt != 0 && dense_supports(p, x, tf32, t)) {
     Algo a{Path::kDense};
     a.dense = t;

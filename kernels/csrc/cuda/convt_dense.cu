@@ -2,12 +2,12 @@
 // (oh + ph - kh * dh, ow + pw - kw * dw): every tap reaches every output, a plain shift. A block owns NW output rows
 // x TW columns of one image and 16 x MT output channels; warp r owns row r, as MT m16 tiles of output channels
 // (mma's M) x NT n8 tiles of columns (mma's N). Per chunk of input channels the block stages, by 16-byte cp.async
-// into three buffers, the input halo its outputs read: rows oh0 + ph - (KH - 1) * dh onwards, columns from the
+// into three buffers (two where three do not fit), the input halo its outputs read: rows oh0 + ph - (KH - 1) * dh onwards, columns from the
 // 16-byte boundary at or left of ow0 + pw - (KW - 1) * dw (a shift s into the staged row). A tap's B fragment is
 // then word (channel t, pixel g) of that halo moved by the tap's offset: one 32-bit load, any alignment, and with
 // a channel pitch of 8 words past a multiple of 32 a warp's 32 loads hit 32 banks. Half types stage channels as
 // they lie and interleave pairs into 32-bit words (m16n8k16's k pairs) once a chunk in shared memory. Weights come
-// packed in A-fragment order, a lane's four (or, strict, eight) words one 16-byte load.
+// packed in A-fragment order: a lane's four words a tap are one 16-byte load (strict: high, then low, two).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
