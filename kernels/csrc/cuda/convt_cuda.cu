@@ -275,7 +275,10 @@ DenseTile dense_preferred(const ConvTParams& p, at::ScalarType dtype, bool tf32)
   // 16 warps measured faster but for TF32 on a 3x3 kernel (kb71 0.87 against 0.95 ms): their taller halo cuts the
   // weights a block stages per output, which matters where there are more taps or three products a tap.
   if (p.Cout_g <= 32) return {2, tf32_mode && p.KH * p.KW <= 9 ? 8 : 16};
-  if (tf32_mode || dtype == at::kDouble) return {};
+  // TF32 at 33-64 output channels: a tie with the halo kernel on a 3x3 kernel (kb57), about 3% ahead of it with more
+  // taps (kb65 2.28-2.37 ms against 2.35-2.44 in runs 1, 2 and 5 of docs/benchmarks/variants-v15-dense.txt).
+  if (tf32_mode) return p.Cout_g <= 64 && p.KH * p.KW > 9 ? DenseTile{4, 16} : DenseTile{};
+  if (dtype == at::kDouble) return {};
   if (p.Cout_g <= 64 || dtype == at::kFloat) return {4, 16};
   return {};
 }
@@ -344,8 +347,9 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // (docs/benchmarks/variants-v15-dense.txt; TF32 and half types run 1, strict fp32 run 4, each against the paths
   // taken before): 32 output channels a group in every mode (kb71 TF32 0.87 ms against 1.36, strict 1.77 against
   // 2.60, fp16 0.62 against 1.09; kb78 1.24 against 1.97, 3.17 against 5.24, 0.78 against 1.54); 64 in strict fp32
-  // and half types (kb57 strict 10.9 against 14.7, fp16 3.17 against 4.24; kb65 6.0 against 8.0, 1.31 against 1.54)
-  // but not TF32, where it ties the halo kernel (kb57 4.70 against 4.74, kb65 2.37 against 2.44); 128 in strict fp32
+  // and half types (kb57 strict 10.9 against 14.7, fp16 3.17 against 4.24; kb65 6.0 against 8.0, 1.31 against 1.54),
+  // in TF32 only past 9 taps (it ties the halo kernel on kb57, 4.70 against 4.74, and leads by 3% on kb65, 2.37
+  // against 2.44); 128 in strict fp32
   // only (kb69 10.0 against 11.1), as wgmma's rate wins in TF32 and half types (kb69 TF32 4.0 against 2.56, fp16 2.34
   // against 1.76).
   if (const DenseTile t = dense_preferred(p, dtype, tf32); t.mt != 0 && dense_supports(p, x, tf32, t)) {
