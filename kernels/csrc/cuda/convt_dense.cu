@@ -38,6 +38,7 @@ struct DenseGeom {
   int stage_words;
   int stages;
   int table_word;       // where the copy table starts (after the stages and, for half types, the interleaved halo)
+  int smem_bytes;       // the stages, the interleaved halo and the copy table
   int chunks, co_tiles, th_tiles, tw_tiles;
   int64_t hw_in;
 };
@@ -290,8 +291,7 @@ int max_smem(int device) {
 }
 
 // The tile where none is forced: 32 output channels a warp where a group has at most 32 (64 columns a warp),
-// else 64; 8 warps where three stages leave room for two blocks an SM, else 16 (a taller halo for the weights
-// each block stages).
+// else 64; 8 warps for up to 9 taps, else 16 (a taller halo for the weights each block stages).
 DenseTile pick(const ConvTParams& p, DenseTile t) {
   if (t.mt == 0) t.mt = p.Cout_g <= 32 ? 2 : 4;
   if (t.warps == 0) t.warps = p.KH * p.KW <= 9 ? 8 : 16;
@@ -328,6 +328,7 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
   const int table = round_up(d.hr * d.rpv, 4);
   d.stages = (3 * d.stage_words + extra + table) * 4 <= smem_limit ? 3 : 2;
   d.table_word = d.stages * d.stage_words + extra;
+  d.smem_bytes = (d.table_word + table) * 4;
   d.chunks = (d.cin_g + CH - 1) / CH;
   d.co_tiles = (d.cout_g + t.mt * 16 - 1) / (t.mt * 16);
   d.th_tiles = (d.hout + t.warps - 1) / t.warps;
@@ -335,8 +336,6 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
   d.hw_in = p.Hin * p.Win;
   return d;
 }
-
-int smem_bytes(const DenseGeom& d) { return (d.table_word + round_up(d.hr * d.rpv, 4)) * 4; }
 
 template <typename T, bool kStrict, int MT, int NW>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
@@ -353,7 +352,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  const int smem = smem_bytes(d);
+  const int smem = d.smem_bytes;
   auto kernel = convt_dense_kernel<T, kStrict, MT, NW>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<static_cast<unsigned>(blocks), NW * 32, smem, stream>>>(
@@ -390,8 +389,9 @@ bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseT
     return false;
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
   const DenseTile t = pick(p, tile);
-  const DenseGeom d = geometry(p, elem, dt == at::kFloat && !tf32, t, max_smem(x.get_device()));
-  if (smem_bytes(d) > max_smem(x.get_device())) return false;
+  const int limit = max_smem(x.get_device());
+  const DenseGeom d = geometry(p, elem, dt == at::kFloat && !tf32, t, limit);
+  if (d.smem_bytes > limit) return false;
   if (int64_t(d.hr) * d.rp * 8 >= lim) return false;
   return p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles < (int64_t(1) << 31);
 }
