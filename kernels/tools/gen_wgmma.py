@@ -35,19 +35,21 @@ struct Wgmma<{tag}, {n}> {{
 """
 
 
-def wrapper_rs(n: int) -> str:
+def wrapper_rs(tag: str, ptx: str, k: int, trans: bool, n: int) -> str:
     regs = n // 2
     acc = ", ".join(f"%{i}" for i in range(regs))
     a = ", ".join(f"%{regs + i}" for i in range(4))
     db, sd = regs + 4, regs + 5
+    # A in registers takes no transpose immediate; B (16-bit types) keeps its own, 0: K-major.
+    tail = ", p, 1, 1, 0" if trans else ", p, 1, 1"
     outs = ",\n        ".join(", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, regs))) for i in range(0, regs, 8))
     return f"""template <>
-struct WgmmaRs<Tf32, {n}> {{
+struct WgmmaRs<{tag}, {n}> {{
   __device__ __forceinline__ static void run(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t db, int scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sd}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
-        "{{{acc}}}, {{{a}}}, %{db}, p, 1, 1;\\n}}\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptx}.{ptx} "
+        "{{{acc}}}, {{{a}}}, %{db}{tail};\\n}}\\n"
         : {outs}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
   }}
@@ -63,7 +65,8 @@ def render() -> str:
         "#pragma once\n\n#include <cstdint>\n\nnamespace convt {\nnamespace wg {\n\n",
         "struct Tf32 {};\nstruct F16 {};\nstruct Bf16 {};\n\n",
         "template <typename Op, int N>\nstruct Wgmma;\n",
-        "// A from registers (four TF32 words a thread, mma.m16n8k8's A layout per warp):\n",
+        "// A from registers (four 32-bit words a thread: TF32, or 16-bit k pairs; per warp the layout of\n",
+        "// mma.m16n8k8's or mma.m16n8k16's A):\n",
         "// for operands that no shared-memory descriptor can describe.\n",
         "template <typename Op, int N>\nstruct WgmmaRs;\n\n",
         "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n",
@@ -71,8 +74,9 @@ def render() -> str:
     for tag, ptx, k, trans in TYPES:
         for n in WIDTHS:
             parts.append(wrapper(tag, ptx, k, trans, n))
-    for n in WIDTHS[1:]:
-        parts.append(wrapper_rs(n))
+    for tag, ptx, k, trans in TYPES:
+        for n in WIDTHS[1:]:
+            parts.append(wrapper_rs(tag, ptx, k, trans, n))
     parts.append("#endif  // __CUDA_ARCH_FEAT_SM90_ALL\n\n}  // namespace wg\n}  // namespace convt\n")
     return "".join(parts)
 

@@ -363,6 +363,49 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
     check_cuda(case, precision, seed * 92821 + i, out_offset=rng.choice([0, 1]))
 
 
+# The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
+# double to ffma.
+DWG_ALGOS = ["dwg", "dwg1", "dwg2", "dwg4", "dwg23"]
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random stride-1 problems forced onto the wgmma dense kernel, each tile in turn: rows shared between a
+    warpgroup's taps with dilation 1 and 2 (halo rows no tap reads skipped), halos past every edge, output padding,
+    asymmetric kernels, chunk tails and fewer channels than a chunk, output channels past one 64-wide tile and not a
+    multiple of it, groups, bias, batch and unbatched, non-contiguous input, outputs off alignment; widths off 16
+    bytes fall back (dense needs them too, so ffma)."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    algo = DWG_ALGOS[i % len(DWG_ALGOS)]
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 73303 + i)
+    dtype = TORCH_DTYPE[precision]
+    vec = 16 // dtype.itemsize
+    base = random_case(rng, max_hw=6, max_ch=2)
+    k = (rng.randint(1, 4), rng.randint(1, 4))
+    d = (rng.randint(1, 2), rng.randint(1, 2))
+    g = rng.choice([1, 1, 2])
+    cin_g = rng.choice([1, 5, 8, 16, 24, 40])
+    cout_g = rng.choice([1, 7, 16, 64, 70, 130])
+    width = rng.choice([vec, 2 * vec, 5 * vec, 9 * vec, 13]) if i % 8 else rng.randint(1, 40)
+    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 40), width), (1, 1),
+                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
+                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.unbatched:
+        case.n = 1
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    aligned = width % vec == 0
+    want = {"float64": "ffma", "float32": "dense" if aligned else "ffma"}.get(precision, "dwg" if aligned else "ffma")
+    assert path_taken(case, dtype) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 73303 + i, out_offset=rng.choice([0, 1]))
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
@@ -393,7 +436,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
                                   "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
@@ -411,6 +454,9 @@ def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
             # every problem's width is TMA-aligned; the halo kernel takes 32 channels a group or more
             want = "wgh" if algo.startswith("wgh") and cin // g >= 32 else "wg"
             assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
+        if (algo.startswith("dwg") and precision == "float32-tf32" and s == (1, 1)
+                and torch.cuda.get_device_capability() == (9, 0)):
+            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == "dwg", f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
         conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)
         ref = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, g, d)

@@ -21,6 +21,7 @@
 #include "../convt_params.h"
 #include "convt_cols.h"
 #include "convt_dense.h"
+#include "convt_dwg.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
 #include "convt_strip.h"
@@ -203,13 +204,16 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // pixel shuffle where kernel == stride or summed in shared memory for images of at most 256 pixels; k: 64-byte
 // k-slices a stage); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
 // taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
+// dwg, dwg1, dwg2, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: 1, 2 or 4 output rows a
+// warpgroup, two warpgroups a block; 23: 2 rows, three warpgroups);
 // strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); rows, patch, cols, dense and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kCols, kDense, kStrip, kTc, kWg, kWgh };
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cols, dense and strip
+// fall back to ffma.
+enum class Path { kFfma, kRows, kPatch, kCols, kDense, kDwg, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -220,6 +224,7 @@ struct Algo {
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
   int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick
   DenseTile dense;  // the dense kernel's m-tiles a warp and warps a block; 0s: its pick
+  DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup and warpgroups a block; 0s: its pick
 };
 
 struct Forced {
@@ -247,6 +252,11 @@ constexpr Forced kForced[] = {
     {"dense2w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {2, 16}}},
     {"dense4", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 8}}},
     {"dense4w", {Path::kDense, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {4, 16}}},
+    {"dwg", {Path::kDwg}},
+    {"dwg1", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 2}}},
+    {"dwg2", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 2}}},
+    {"dwg4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2}}},
+    {"dwg23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -300,10 +310,11 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
+      if (a.path == Path::kDwg && !dwg_supports(p, x, tf32, a.dwg)) a.path = Path::kDense;
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg4, dwg23, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -403,6 +414,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
+    case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
     case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
@@ -428,6 +440,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kPatch: return "patch";
     case Path::kCols: return "cols";
     case Path::kDense: return "dense";
+    case Path::kDwg: return "dwg";
     case Path::kStrip: return "strip";
     default: return "ffma";
   }
