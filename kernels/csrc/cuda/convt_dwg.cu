@@ -42,6 +42,7 @@ namespace {
 
 constexpr int kCols = 64;  // columns a block: one m64 slice a row
 constexpr int kBN = 64;    // output channels a block: wgmma's N
+constexpr int kMaxSteps = 64;  // halo rows a warpgroup's taps may read (its step schedule)
 
 struct DwgGeom {
   int n, hin, win, hout, wout;
@@ -58,6 +59,11 @@ struct DwgGeom {
   int smem_bytes;
   int chunks, co_tiles, th_tiles, tw_tiles;
   int64_t hw_in;
+  // A warpgroup's steps a chunk, worked out on the host (no division in the main loop): step s loads halo row
+  // step_u[s] (relative to the warpgroup's first row) and row j takes tap row byte j of step_kh[s] (0xff: none).
+  int steps;
+  uint8_t step_u[kMaxSteps];
+  uint32_t step_kh[kMaxSteps];
 };
 
 template <typename T>
@@ -82,9 +88,10 @@ struct WgOp<at::BFloat16> {
   using type = wg::Bf16;
 };
 
-// Packed weights, one slab a (group, channel tile, chunk): [tap][n / 8][k-word / 4][n % 8][k-word % 4], wgmma's
-// K-major canonical layout without swizzle: each 8 (n) x 16-byte (k) core matrix is 128 contiguous bytes, the two
-// along k 128 bytes apart (the descriptor's leading offset), those along n 256 (its stride offset). fp32 words are
+// Packed weights, one slab a (group, channel tile, chunk): [tap][n / 8][n % 8][32-byte k row], wgmma's K-major
+// layout with 32-byte swizzle: rows 4-7 of each 256-byte atom of 8 rows hold their two 16-byte k halves swapped, so
+// the 8 rows' same half falls in 32 distinct banks (unswizzled, the n-adjacent core matrices sit 256 bytes apart in
+// the same 4 banks). Atoms along n are 256 bytes apart (the descriptor's stride offset). fp32 words are
 // TF32-rounded; half types hold k pairs, the lower k in the low half.
 template <typename T>
 __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words) {
@@ -94,10 +101,11 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
     int64_t r = i;
     const int e = static_cast<int>(r % 4);
     r /= 4;
+    const int half = static_cast<int>(r % 2);
+    r /= 2;
     const int row = static_cast<int>(r % 8);
     r /= 8;
-    const int kcore = static_cast<int>(r % 2);
-    r /= 2;
+    const int kcore = half ^ (row >> 2);
     const int ncore = static_cast<int>(r % (kBN / 8));
     r /= kBN / 8;
     const int tap = static_cast<int>(r % kk);
@@ -121,23 +129,33 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// B's descriptor: no swizzle, k-adjacent core matrices 128 bytes apart, n-adjacent ones 256.
+// B's descriptor: 32-byte swizzle (mode 3), 8-row atoms 256 bytes apart; the leading offset is unused. p is
+// 256-byte aligned, as the swizzle pattern is one of address bits.
 __device__ __forceinline__ uint64_t weights_desc(const void* p) {
-  return ((uint64_t(smem_addr(p)) & 0x3FFFF) >> 4) | (uint64_t(128 >> 4) << 16) | (uint64_t(256 >> 4) << 32);
+  return ((uint64_t(smem_addr(p)) & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(256 >> 4) << 32) |
+         (uint64_t(3) << 62);
 }
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// A shared-memory word by its 32-bit address: the halo pointer changes with the chunk, and through it the compiler
+// had lost the address space and issued generic 64-bit loads.
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
 #endif
 
-template <typename T, int MS, int G>
+template <typename T, int MS, int G, int NS>
 __global__ void __launch_bounds__(G * 128, 1)
     convt_dwg_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int NTH = G * 128, CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   using Op = typename WgOp<T>::type;
-  extern __shared__ __align__(16) uint32_t smem[];
+  extern __shared__ __align__(16) uint32_t smem_raw[];
+  uint32_t* smem = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 255) & ~uintptr_t(255));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wgi = warp >> 2, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
 
@@ -171,11 +189,13 @@ __global__ void __launch_bounds__(G * 128, 1)
   auto load_stage = [&](int kc, int buf) {
     uint32_t* st = smem + buf * d.stage_words;
     T* halo = reinterpret_cast<T*>(st);
-    for (int i = tid; i < CH * plane; i += NTH) {
-      const int ch = i / plane, j = i - ch * plane;
-      const int ci = kc * CH + ch, off = src_tab[j];
+    constexpr int TPC = NTH / CH;  // threads a channel
+    const int ch = tid / TPC, ci = kc * CH + ch;
+    const T* src = x_img + int64_t(ci < d.cin_g ? ci : 0) * d.hw_in;
+    for (int j = tid - ch * TPC; j < plane; j += TPC) {
+      const int off = src_tab[j];
       const bool ok = ci < d.cin_g && off >= 0;
-      cp_async16_zfill(halo + ch * d.cpr + j * V, ok ? x_img + int64_t(ci) * d.hw_in + off : x, ok);
+      cp_async16_zfill(halo + ch * d.cpr + j * V, ok ? src + off : x, ok);
     }
     const uint32_t* wsrc = w_blk + int64_t(kc) * d.w_slab;
     uint32_t* wdst = st + d.halo_words;
@@ -192,21 +212,8 @@ __global__ void __launch_bounds__(G * 128, 1)
   }
   // This lane's A word: k-word tq, pixel 16 wq + gq of the warpgroup's first row, moved by the halo's shift.
   const int a_lane = tq * d.cp + wgi * MS * d.rp + shift + wq * 16 + gq;
-  const int steps_u = MS + (d.kh - 1) * d.dh;  // halo rows a warpgroup's taps read
-  // A step's halo row u serves row j with tap row kh where u - j = (KH - 1 - kh) dh.
-  auto tap_row = [&](int u, int j) -> int {
-    const int r = u - j;
-    return r >= 0 && r % d.dh == 0 && r / d.dh < d.kh ? d.kh - 1 - r / d.dh : -1;
-  };
-  auto row_used = [&](int u) -> bool {
-#pragma unroll
-    for (int j = 0; j < MS; ++j)
-      if (tap_row(u, j) >= 0) return true;
-    return false;
-  };
-
-  int kc = 0, u = 0, kwi = 0;  // the next step: chunk, halo row, tap column
-  const uint32_t* words = smem;
+  int kc = 0, si = 0, kwi = 0;  // the next step: chunk, schedule entry, tap column
+  uint32_t words = 0;  // shared address of the chunk's A halo
   uint64_t wdesc = 0;
   auto begin_chunk = [&]() {
     if (ahead == 2) {
@@ -215,20 +222,22 @@ __global__ void __launch_bounds__(G * 128, 1)
       cp_async_wait<0>();
     }
     fence_proxy_async();  // this thread's cp.async writes, seen by wgmma's reads of the weights
+    // With three register sets two steps may be in flight: if chunk kc - 1 had one step, one is chunk kc - 2's.
+    if constexpr (NS == 3) wgmma_wait<1>();
     __syncthreads();      // chunk kc is in; every warpgroup has retired its wgmma of chunk kc - 2, whose stage is next
     const int nx = kc + ahead;
     if (nx < d.chunks) load_stage(nx, nx % d.stages);
     cp_async_commit();
     const uint32_t* st = smem + (kc % d.stages) * d.stage_words;
-    words = st;
+    words = smem_addr(st);
     wdesc = weights_desc(st + d.halo_words);
     if constexpr (Chunk<T>::kHalf) {
       // Channel pairs into words: word (c2, pixel) = (channel 2 c2, channel 2 c2 + 1), four pixels a thread a step.
       uint32_t* wb = smem + d.stages * d.stage_words;
       const T* raw = reinterpret_cast<const T*>(st);
-      const int quads = d.hr * d.rp / 4;
-      for (int i = tid; i < 8 * quads; i += NTH) {
-        const int c2 = i / quads, q = i - c2 * quads;
+      constexpr int TPP = NTH / 8;  // threads a channel pair
+      const int quads = d.hr * d.rp / 4, c2 = tid / TPP;
+      for (int q = tid - c2 * TPP; q < quads; q += TPP) {
         const uint2 e = reinterpret_cast<const uint2*>(raw + 2 * c2 * d.cpr)[q];
         const uint2 o = reinterpret_cast<const uint2*>(raw + (2 * c2 + 1) * d.cpr)[q];
         reinterpret_cast<uint4*>(wb + c2 * d.cp)[q] =
@@ -236,18 +245,19 @@ __global__ void __launch_bounds__(G * 128, 1)
                        __byte_perm(e.y, o.y, 0x7632));
       }
       __syncthreads();
-      words = wb;
+      words = smem_addr(wb);
     }
   };
   // One step into register set a; false once every chunk is done.
   auto step = [&](uint32_t(&a)[4]) -> bool {
     if (kc >= d.chunks) return false;
-    if (u == 0 && kwi == 0) begin_chunk();
-    const uint32_t* ap = words + a_lane + u * d.rp + (d.kw - 1 - kwi) * d.dw;
-    a[0] = ap[0];
-    a[1] = ap[8];
-    a[2] = ap[4 * d.cp];
-    a[3] = ap[4 * d.cp + 8];
+    if (si == 0 && kwi == 0) begin_chunk();
+    const uint32_t ap = words + 4u * static_cast<uint32_t>(a_lane + d.step_u[si] * d.rp + (d.kw - 1 - kwi) * d.dw);
+    const uint32_t khs = d.step_kh[si];
+    a[0] = lds32(ap);
+    a[1] = lds32(ap + 32);
+    a[2] = lds32(ap + 16 * d.cp);
+    a[3] = lds32(ap + 16 * d.cp + 32);
     if constexpr (std::is_same_v<T, float>) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) a[e] = tf32_round(__uint_as_float(a[e]));
@@ -255,26 +265,28 @@ __global__ void __launch_bounds__(G * 128, 1)
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < MS; ++j) {
-      const int kh = tap_row(u, j);
-      if (kh >= 0) wg::WgmmaRs<Op, kBN>::run(acc[j], a, wdesc + uint64_t((kh * d.kw + kwi) * (kBN * 2)), 1);
+      const int kh = (khs >> (8 * j)) & 0xff;
+      if (kh != 0xff) wg::WgmmaRs<Op, kBN>::run(acc[j], a, wdesc + uint64_t((kh * d.kw + kwi) * (kBN * 2)), 1);
     }
     wgmma_commit();
-    wgmma_wait<1>();
-    // Next step: tap columns, then halo rows that some row reads, then chunks.
+    wgmma_wait<NS - 1>();
+    // Next step: tap columns, then the schedule's halo rows, then chunks.
     if (++kwi == d.kw) {
       kwi = 0;
-      do {
-        ++u;
-      } while (u < steps_u && !row_used(u));
-      if (u == steps_u) {
-        u = 0;
+      if (++si == d.steps) {
+        si = 0;
         ++kc;
       }
     }
     return true;
   };
-  uint32_t a0[4], a1[4];
-  while (step(a0) && step(a1)) {
+  uint32_t a0[4], a1[4], a2[4];
+  if constexpr (NS == 3) {
+    while (step(a0) && step(a1) && step(a2)) {
+    }
+  } else {
+    while (step(a0) && step(a1)) {
+    }
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -325,6 +337,7 @@ int max_smem(int device) {
 DwgTile pick(DwgTile t) {
   if (t.rows == 0) t.rows = 2;
   if (t.groups == 0) t.groups = 2;
+  if (t.sets == 0) t.sets = 2;
   return t;
 }
 
@@ -353,23 +366,42 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.rpv = d.rp / V;
   d.cp = round_up(d.hr * d.rp, 32) + 8;
   d.cpr = elem == 2 ? d.hr * d.rp : d.cp;
-  d.halo_words = elem == 2 ? 8 * d.hr * d.rp : 8 * d.cp;
+  d.halo_words = round_up(elem == 2 ? 8 * d.hr * d.rp : 8 * d.cp, 64);  // the weights after it 256-byte aligned
   d.w_slab = d.kh * d.kw * kBN * 8;
   d.stage_words = d.halo_words + d.w_slab;
   const int extra = elem == 2 ? 8 * d.cp : 0;  // half types: the interleaved halo
   const int table = round_up(d.hr * d.rpv, 4);
-  d.stages = (4 * d.stage_words + extra + table) * 4 <= smem_limit ? 4 : 3;
+  d.stages = (4 * d.stage_words + extra + table) * 4 + 256 <= smem_limit ? 4 : 3;
   d.table_word = d.stages * d.stage_words + extra;
-  d.smem_bytes = (d.table_word + table) * 4;
+  d.smem_bytes = (d.table_word + table) * 4 + 256;  // + the base's alignment to 256 bytes
   d.chunks = (d.cin_g + CH - 1) / CH;
   d.co_tiles = (d.cout_g + kBN - 1) / kBN;
   d.th_tiles = (d.hout + rows - 1) / rows;
   d.tw_tiles = (d.wout + kCols - 1) / kCols;
   d.hw_in = p.Hin * p.Win;
+  // Halo row u serves row j with tap row kh where u - j = (KH - 1 - kh) dh; rows no tap reads are left out.
+  const int64_t reach = t.rows + (p.KH - 1) * p.dh;
+  d.steps = 0;
+  for (int64_t u = 0; u < reach && d.steps <= kMaxSteps; ++u) {
+    uint32_t khs = 0xffffffffu;
+    for (int j = 0; j < t.rows; ++j) {
+      const int64_t r = u - j;
+      if (r >= 0 && r % p.dh == 0 && r / p.dh < p.KH) {
+        khs &= ~(0xffu << (8 * j));
+        khs |= uint32_t(p.KH - 1 - r / p.dh) << (8 * j);
+      }
+    }
+    if (khs == 0xffffffffu) continue;
+    if (d.steps < kMaxSteps) {
+      d.step_u[d.steps] = static_cast<uint8_t>(u);
+      d.step_kh[d.steps] = khs;
+    }
+    ++d.steps;
+  }
   return d;
 }
 
-template <typename T, int MS, int G>
+template <typename T, int MS, int G, int NS>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G}, max_smem(x.get_device()));
@@ -383,7 +415,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwg_kernel<T, MS, G>;
+  auto kernel = convt_dwg_kernel<T, MS, G, NS>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
   kernel<<<static_cast<unsigned>(blocks), G * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -394,18 +426,26 @@ template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
   if (t.groups == 3) {
-    launch_typed<T, 2, 3>(p, x, w, b, out, stream);
+    if (t.sets == 3) {
+      launch_typed<T, 2, 3, 3>(p, x, w, b, out, stream);
+    } else {
+      launch_typed<T, 2, 3, 2>(p, x, w, b, out, stream);
+    }
   } else if (t.rows == 1) {
-    launch_typed<T, 1, 2>(p, x, w, b, out, stream);
+    launch_typed<T, 1, 2, 2>(p, x, w, b, out, stream);
   } else if (t.rows == 4) {
-    launch_typed<T, 4, 2>(p, x, w, b, out, stream);
+    launch_typed<T, 4, 2, 2>(p, x, w, b, out, stream);
+  } else if (t.sets == 3) {
+    launch_typed<T, 2, 2, 3>(p, x, w, b, out, stream);
   } else {
-    launch_typed<T, 2, 2>(p, x, w, b, out, stream);
+    launch_typed<T, 2, 2, 2>(p, x, w, b, out, stream);
   }
 }
 
 bool tile_known(DwgTile t) {
-  return (t.groups == 2 && (t.rows == 1 || t.rows == 2 || t.rows == 4)) || (t.groups == 3 && t.rows == 2);
+  if (t.sets == 3) return t.rows == 2 && (t.groups == 2 || t.groups == 3);
+  return t.sets == 2 &&
+         ((t.groups == 2 && (t.rows == 1 || t.rows == 2 || t.rows == 4)) || (t.groups == 3 && t.rows == 2));
 }
 
 }  // namespace
@@ -420,11 +460,13 @@ bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile 
   if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim)
     return false;
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
+  // The step schedule: halo rows within a byte, tap rows below 0xff.
+  if (4 + (p.KH - 1) * p.dh > 255 || p.KH >= 255) return false;
   const DwgTile t = pick(tile);
   if (!tile_known(t) || !wg_available(x.get_device())) return false;
   const int limit = max_smem(x.get_device());
   const DwgGeom d = geometry(p, elem, t, limit);
-  if (d.smem_bytes > limit) return false;
+  if (d.smem_bytes > limit || d.steps > kMaxSteps) return false;
   if (int64_t(d.hr) * d.rp * 8 >= lim) return false;
   return p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles < (int64_t(1) << 31);
 }
@@ -433,7 +475,7 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 1, 2 or 4 rows a warpgroup and 2 warpgroups, or 2 "
-              "rows and 3 warpgroups, not ", t.rows, " and ", t.groups);
+              "rows and 3 warpgroups (3 register sets: 2 rows only), not ", t.rows, ", ", t.groups, " and ", t.sets);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;
