@@ -365,7 +365,7 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
 
 # The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
 # double to ffma.
-DWG_ALGOS = ["dwg", "dwg1", "dwg2", "dwg4", "dwg23", "dwg2t", "dwg23t"]
+DWG_ALGOS = ["dwg", "dwg1", "dwg2", "dwg4", "dwg23"]
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

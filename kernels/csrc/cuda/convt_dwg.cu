@@ -145,9 +145,14 @@ __device__ __forceinline__ uint32_t lds32(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
   return v;
 }
+__device__ __forceinline__ uint2 lds64(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
 #endif
 
-template <typename T, int MS, int G, int NS>
+template <typename T, int MS, int G, int KWM>
 __global__ void __launch_bounds__(G * 128, 1)
     convt_dwg_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair) {
@@ -184,6 +189,7 @@ __global__ void __launch_bounds__(G * 128, 1)
     src_tab[j] = ih >= 0 && ih < d.hin && iw >= 0 && iw < d.win ? ih * d.win + iw : -1;
   }
   __syncthreads();
+  const uint32_t tab_s = smem_addr(src_tab);
   const T* x_img = x + (int64_t(img) * d.cin + int64_t(g) * d.cin_g) * d.hw_in;
   const uint32_t* w_blk = wp + (int64_t(g) * d.co_tiles + cot) * d.chunks * int64_t(d.w_slab);
   auto load_stage = [&](int kc, int buf) {
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(G * 128, 1)
     const int ch = tid / TPC, ci = kc * CH + ch;
     const T* src = x_img + int64_t(ci < d.cin_g ? ci : 0) * d.hw_in;
     for (int j = tid - ch * TPC; j < plane; j += TPC) {
-      const int off = src_tab[j];
+      const int off = static_cast<int>(lds32(tab_s + 4u * j));
       const bool ok = ci < d.cin_g && off >= 0;
       cp_async16_zfill(halo + ch * d.cpr + j * V, ok ? src + off : x, ok);
     }
@@ -212,7 +218,7 @@ __global__ void __launch_bounds__(G * 128, 1)
   }
   // This lane's A word: k-word tq, pixel 16 wq + gq of the warpgroup's first row, moved by the halo's shift.
   const int a_lane = tq * d.cp + wgi * MS * d.rp + shift + wq * 16 + gq;
-  int kc = 0, si = 0, kwi = 0;  // the next step: chunk, schedule entry, tap column
+  int kc = 0, si = 0;  // the next step: chunk, schedule entry
   uint32_t words = 0;  // shared address of the chunk's A halo
   uint64_t wdesc = 0;
   auto begin_chunk = [&]() {
@@ -222,8 +228,6 @@ __global__ void __launch_bounds__(G * 128, 1)
       cp_async_wait<0>();
     }
     fence_proxy_async();  // this thread's cp.async writes, seen by wgmma's reads of the weights
-    // With three register sets two steps may be in flight: if chunk kc - 1 had one step, one is chunk kc - 2's.
-    if constexpr (NS == 3) wgmma_wait<1>();
     __syncthreads();      // chunk kc is in; every warpgroup has retired its wgmma of chunk kc - 2, whose stage is next
     const int nx = kc + ahead;
     if (nx < d.chunks) load_stage(nx, nx % d.stages);
@@ -234,12 +238,11 @@ __global__ void __launch_bounds__(G * 128, 1)
     if constexpr (Chunk<T>::kHalf) {
       // Channel pairs into words: word (c2, pixel) = (channel 2 c2, channel 2 c2 + 1), four pixels a thread a step.
       uint32_t* wb = smem + d.stages * d.stage_words;
-      const T* raw = reinterpret_cast<const T*>(st);
       constexpr int TPP = NTH / 8;  // threads a channel pair
       const int quads = d.hr * d.rp / 4, c2 = tid / TPP;
+      const uint32_t ev = words + 2u * static_cast<uint32_t>(2 * c2 * d.cpr), od = ev + 2u * d.cpr;
       for (int q = tid - c2 * TPP; q < quads; q += TPP) {
-        const uint2 e = reinterpret_cast<const uint2*>(raw + 2 * c2 * d.cpr)[q];
-        const uint2 o = reinterpret_cast<const uint2*>(raw + (2 * c2 + 1) * d.cpr)[q];
+        const uint2 e = lds64(ev + 8u * q), o = lds64(od + 8u * q);
         reinterpret_cast<uint4*>(wb + c2 * d.cp)[q] =
             make_uint4(__byte_perm(e.x, o.x, 0x5410), __byte_perm(e.x, o.x, 0x7632), __byte_perm(e.y, o.y, 0x5410),
                        __byte_perm(e.y, o.y, 0x7632));
@@ -248,45 +251,49 @@ __global__ void __launch_bounds__(G * 128, 1)
       words = smem_addr(wb);
     }
   };
-  // One step into register set a; false once every chunk is done.
-  auto step = [&](uint32_t(&a)[4]) -> bool {
+  // One step into register set a: a halo row's fragments for every tap column, and each row's wgmma that reads them;
+  // false once every chunk is done.
+  auto step = [&](uint32_t(&a)[KWM][4]) -> bool {
     if (kc >= d.chunks) return false;
-    if (si == 0 && kwi == 0) begin_chunk();
-    const uint32_t ap = words + 4u * static_cast<uint32_t>(a_lane + d.step_u[si] * d.rp + (d.kw - 1 - kwi) * d.dw);
+    if (si == 0) begin_chunk();
+    const uint32_t ap = words + 4u * static_cast<uint32_t>(a_lane + d.step_u[si] * d.rp + (d.kw - 1) * d.dw);
     const uint32_t khs = d.step_kh[si];
-    a[0] = lds32(ap);
-    a[1] = lds32(ap + 32);
-    a[2] = lds32(ap + 16 * d.cp);
-    a[3] = lds32(ap + 16 * d.cp + 32);
-    if constexpr (std::is_same_v<T, float>) {
+    const uint32_t dwb = 4u * d.dw, cpb = 16u * d.cp;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) a[e] = tf32_round(__uint_as_float(a[e]));
+    for (int t = 0; t < KWM; ++t) {
+      if (t < d.kw) {
+        const uint32_t at = ap - t * dwb;
+        a[t][0] = lds32(at);
+        a[t][1] = lds32(at + 32);
+        a[t][2] = lds32(at + cpb);
+        a[t][3] = lds32(at + cpb + 32);
+        if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[t][e] = tf32_round(__uint_as_float(a[t][e]));
+        }
+      }
     }
     wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < MS; ++j) {
-      const int kh = (khs >> (8 * j)) & 0xff;
-      if (kh != 0xff) wg::WgmmaRs<Op, kBN>::run(acc[j], a, wdesc + uint64_t((kh * d.kw + kwi) * (kBN * 2)), 1);
+    for (int t = 0; t < KWM; ++t) {
+      if (t < d.kw) {
+#pragma unroll
+        for (int j = 0; j < MS; ++j) {
+          const int kh = (khs >> (8 * j)) & 0xff;
+          if (kh != 0xff) wg::WgmmaRs<Op, kBN>::run(acc[j], a[t], wdesc + uint64_t((kh * d.kw + t) * (kBN * 2)), 1);
+        }
+      }
     }
     wgmma_commit();
-    wgmma_wait<NS - 1>();
-    // Next step: tap columns, then the schedule's halo rows, then chunks.
-    if (++kwi == d.kw) {
-      kwi = 0;
-      if (++si == d.steps) {
-        si = 0;
-        ++kc;
-      }
+    wgmma_wait<1>();
+    if (++si == d.steps) {
+      si = 0;
+      ++kc;
     }
     return true;
   };
-  uint32_t a0[4], a1[4], a2[4];
-  if constexpr (NS == 3) {
-    while (step(a0) && step(a1) && step(a2)) {
-    }
-  } else {
-    while (step(a0) && step(a1)) {
-    }
+  uint32_t a0[KWM][4], a1[KWM][4];
+  while (step(a0) && step(a1)) {
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -337,7 +344,6 @@ int max_smem(int device) {
 DwgTile pick(DwgTile t) {
   if (t.rows == 0) t.rows = 2;
   if (t.groups == 0) t.groups = 2;
-  if (t.sets == 0) t.sets = 2;
   return t;
 }
 
@@ -401,7 +407,7 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   return d;
 }
 
-template <typename T, int MS, int G, int NS>
+template <typename T, int MS, int G, int KWM>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G}, max_smem(x.get_device()));
@@ -415,7 +421,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwg_kernel<T, MS, G, NS>;
+  auto kernel = convt_dwg_kernel<T, MS, G, KWM>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
   kernel<<<static_cast<unsigned>(blocks), G * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -426,26 +432,28 @@ template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
   if (t.groups == 3) {
-    if (t.sets == 3) {
-      launch_typed<T, 2, 3, 3>(p, x, w, b, out, stream);
+    if (p.KW <= 4) {
+      launch_typed<T, 2, 3, 4>(p, x, w, b, out, stream);
     } else {
-      launch_typed<T, 2, 3, 2>(p, x, w, b, out, stream);
+      launch_typed<T, 2, 3, 8>(p, x, w, b, out, stream);
     }
   } else if (t.rows == 1) {
-    launch_typed<T, 1, 2, 2>(p, x, w, b, out, stream);
+    if (p.KW <= 4) {
+      launch_typed<T, 1, 2, 4>(p, x, w, b, out, stream);
+    } else {
+      launch_typed<T, 1, 2, 8>(p, x, w, b, out, stream);
+    }
   } else if (t.rows == 4) {
-    launch_typed<T, 4, 2, 2>(p, x, w, b, out, stream);
-  } else if (t.sets == 3) {
-    launch_typed<T, 2, 2, 3>(p, x, w, b, out, stream);
+    launch_typed<T, 4, 2, 4>(p, x, w, b, out, stream);
+  } else if (p.KW <= 4) {
+    launch_typed<T, 2, 2, 4>(p, x, w, b, out, stream);
   } else {
-    launch_typed<T, 2, 2, 2>(p, x, w, b, out, stream);
+    launch_typed<T, 2, 2, 8>(p, x, w, b, out, stream);
   }
 }
 
 bool tile_known(DwgTile t) {
-  if (t.sets == 3) return t.rows == 2 && (t.groups == 2 || t.groups == 3);
-  return t.sets == 2 &&
-         ((t.groups == 2 && (t.rows == 1 || t.rows == 2 || t.rows == 4)) || (t.groups == 3 && t.rows == 2));
+  return (t.groups == 2 && (t.rows == 1 || t.rows == 2 || t.rows == 4)) || (t.groups == 3 && t.rows == 2);
 }
 
 }  // namespace
@@ -463,7 +471,8 @@ bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile 
   // The step schedule: halo rows within a byte, tap rows below 0xff.
   if (4 + (p.KH - 1) * p.dh > 255 || p.KH >= 255) return false;
   const DwgTile t = pick(tile);
-  if (!tile_known(t) || !wg_available(x.get_device())) return false;
+  // A step holds a halo row's fragments for every tap column: 8 at most (4 with 4 rows a warpgroup).
+  if (!tile_known(t) || p.KW > (t.rows == 4 ? 4 : 8) || !wg_available(x.get_device())) return false;
   const int limit = max_smem(x.get_device());
   const DwgGeom d = geometry(p, elem, t, limit);
   if (d.smem_bytes > limit || d.steps > kMaxSteps) return false;
@@ -475,7 +484,7 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 1, 2 or 4 rows a warpgroup and 2 warpgroups, or 2 "
-              "rows and 3 warpgroups (3 register sets: 2 rows only), not ", t.rows, ", ", t.groups, " and ", t.sets);
+              "rows and 3 warpgroups, not ", t.rows, " and ", t.groups);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;

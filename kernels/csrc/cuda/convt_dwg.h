@@ -13,16 +13,14 @@
 namespace convt {
 
 // Output rows a warpgroup (1, 2 or 4; a warpgroup's taps share the A fragments of the halo rows its rows have in
-// common), warpgroups a block (2 or 3) and A register sets a warpgroup (2 or 3: steps whose wgmma may be in flight
-// while the next one's A is loaded, less one); 0s: the kernel's pick.
+// common) and warpgroups a block (2 or 3); 0s: the kernel's pick.
 struct DwgTile {
   int rows = 0;
   int groups = 0;
-  int sets = 0;
 };
 
 // fp32 as TF32, fp16, bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; a halo and
-// a chunk's weights in at least three stages of shared memory; a device whose loaded cubin has sm_90a features.
+// a chunk's weights in at least three stages of shared memory; kernels up to 8 columns wide (4 on 4-row tiles); a device whose loaded cubin has sm_90a features.
 bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile tile = {});
 void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                 DwgTile tile, cudaStream_t stream);
