@@ -48,10 +48,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dense2", True),
     (1, 16, 33, (2, 2), (10, 72), 1, 0, (1, 0), (2, 1), 1, torch.bfloat16, "dense2w", True),
     # wgmma dense kernel (Hopper; elsewhere the dense kernel again): TF32 with a halo past every edge, dilation and two
-    # channel tiles; fp16 on three warpgroups with a chunk tail; bf16 on 4-row warpgroups with groups
+    # channel tiles; fp16 on four warpgroups with a chunk tail; bf16 on three warpgroups with groups
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dwg", True),
-    (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dwg23", True),
-    (1, 32, 128, (3, 3), (21, 72), 1, 1, 0, 1, 2, torch.bfloat16, "dwg4", True),
+    (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dwg24", True),
+    (1, 32, 128, (3, 3), (21, 72), 1, 1, 0, 1, 2, torch.bfloat16, "dwg23", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

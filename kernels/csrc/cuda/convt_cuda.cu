@@ -204,8 +204,10 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // pixel shuffle where kernel == stride or summed in shared memory for images of at most 256 pixels; k: 64-byte
 // k-slices a stage); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
 // taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
-// dwg, dwg1, dwg2, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: 1, 2 or 4 output rows a
-// warpgroup, two warpgroups a block; 23: 2 rows, three warpgroups);
+// dwg, dwg1, dwg2, dwg2s, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: output channels
+// as M from registers, output columns as N from a pixel-major halo by descriptor; 1, 2 or 4 output rows a warpgroup
+// x 128 columns (4: 64; 2s: 64, two blocks an SM), two warpgroups a block; 23: 2 rows, three warpgroups; 14 and
+// 24: four warpgroups of 1 row x 128 columns or 2 x 64);
 // strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -224,7 +226,7 @@ struct Algo {
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
   int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick
   DenseTile dense;  // the dense kernel's m-tiles a warp and warps a block; 0s: its pick
-  DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup and warpgroups a block; 0s: its pick
+  DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup, warpgroups a block and columns; 0s: its pick
 };
 
 struct Forced {
@@ -255,8 +257,11 @@ constexpr Forced kForced[] = {
     {"dwg", {Path::kDwg}},
     {"dwg1", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 2}}},
     {"dwg2", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 2}}},
+    {"dwg2s", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 2, 64}}},
     {"dwg4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2}}},
     {"dwg23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3}}},
+    {"dwg14", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 4}}},
+    {"dwg24", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 4}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -314,7 +319,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg4, dwg23, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a

@@ -1,23 +1,23 @@
-// The dense path on wgmma (see convt_dwg.h). The dense kernel (convt_dense.cu) is latency-bound on mma.sync: a
-// scheduler's four warps each wait out a chain of ~16 dependent mma a tap (kernel-notes v15). wgmma queues a
-// warpgroup's products asynchronously, so here a warpgroup issues one step's wgmma and, while they run, loads the
-// next step's A fragments.
+// The dense path on wgmma (see convt_dwg.h). The dense kernel (convt_dense.cu) is latency-bound on mma.sync, and
+// the first wgmma form of it (v16: pixels as M from registers, loaded out of the NCHW halo at every tap) spent its
+// time on those loads. Here neither operand is loaded a product:
+// - M = 64 output channels: a tap's weights are wgmma's A, four registers a thread, one 16-byte shared load a tap;
+// - N = 64 or 128 output columns of one row: the input halo, transposed once a chunk into a pixel-major copy where
+//   pixel q of an 8 (half) or 4 (fp32) channel group is the 16-byte row q. wgmma's K-major layout without swizzle
+//   is 8 x 16-byte core matrices of 8 consecutive rows, so a shift by one pixel is one row: each tap (and each
+//   output row of a warpgroup) is the same descriptor plus an offset.
 //
-// A block is G warpgroups x MS output rows x 64 columns of one image and group, and 64 output channels. Staging is
-// the dense kernel's: per chunk of input channels (8 fp32 or 16 half ones: one wgmma k-step), 16-byte cp.async
-// brings the NCHW input halo and the chunk's packed weights into a ring of stages; half types interleave channel
-// pairs into words once a chunk. wgmma's A (64 pixels x k) is the halo moved by a tap: warp q of a warpgroup loads
-// pixels 16q.. as mma.sync's A fragment, four 32-bit loads at any alignment. Its B is the chunk's weights for one
-// tap, K-major in the unswizzled canonical layout (8 x 16-byte core matrices), by descriptor.
+// A block is G warpgroups x MS output rows x N columns of one image and group, and 64 output channels. Per chunk of
+// input channels (8 fp32 or 16 half ones: one wgmma k-step):
+// - cp.async brings the chunk's NCHW halo into a ring of raw stages, `stages - 1` chunks ahead;
+// - a bulk copy (one thread, an mbarrier) brings its packed weights into one of two buffers, one chunk ahead;
+// - while chunk c's wgmma run, the threads transpose chunk c + 1's raw halo into the other pixel-major buffer,
+//   after its second tap is issued (TF32-rounding fp32 on the way).
 //
-// A warpgroup's rows share halo rows: row j takes tap row kh from halo row j + (KH - 1 - kh) dh, so one step loads
-// the fragment of one halo row and tap column and issues a wgmma for every row of the warpgroup that reads it
-// (MS = 2, 3 tap rows: 4 loads for 6 products).
-//
-// Ordering. A step's A registers are written only while the previous step's wgmma (the other register set) may be
-// in flight: each step commits its group, then waits for all but it. The weights are read asynchronously, so a
-// stage is refilled two chunks after its own (the ring is 3 or 4 stages, loads run 1 or 2 chunks ahead), and
-// cp.async's writes are made visible to wgmma's async proxy by fence.proxy.async before the barrier.
+// Ordering. A tap's A registers are rewritten only after the wgmma two taps back retired (two register sets, each
+// tap commits its group and waits for all but it). After chunk c's first tap, a barrier finds every warpgroup done
+// with chunk c - 1 (whose pixel-major buffer the transpose overwrites) and every thread's cp.async of chunk c + 1
+// landed; after its last tap, fence.proxy.async and a barrier publish the transposed buffer to wgmma's async proxy.
 #include "convt_dwg.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -40,37 +40,32 @@ namespace {
 #include "store_pair.cuh"
 #include "wg_ptx.cuh"
 
-constexpr int kCols = 64;  // columns a block: one m64 slice a row
-constexpr int kBN = 64;    // output channels a block: wgmma's N
-constexpr int kMaxSteps = 64;  // halo rows a warpgroup's taps may read (its step schedule)
+constexpr int kBM = 64;         // output channels a block: wgmma's M
+constexpr int kTapWords = 512;  // a tap's packed weights: 128 threads x 4 words
 
 struct DwgGeom {
   int n, hin, win, hout, wout;
   int kh, kw, ph, pw, dh, dw;
   int cin, cout, cin_g, cout_g;
-  int hr, rp, rpv;  // halo rows, row pitch in pixels (whole 16-byte copies), copies a row
-  int cp;           // channel pitch of the halo the A loads read, in words: 8 past a multiple of 32
-  int cpr;          // channel pitch of the staged halo, in elements (fp32: cp; half types: hr * rp)
-  int halo_words;   // a stage's halo, then its weights
-  int w_slab;       // packed weight words a (group, channel tile, chunk): taps x 64 channels x 8 k-words
-  int stage_words;
-  int stages;      // 3 or 4; loads run stages - 2 chunks ahead
-  int table_word;  // where the copy table starts (after the stages and, for half types, the interleaved halo)
+  int cols;          // output columns a row (wgmma's N)
+  int hr, rp, rpv;   // halo rows, row pitch in pixels (whole 16-byte copies), copies a row
+  int plane;         // hr * rp rounded up to 32: pixels a pixel-major channel group (its pitch)
+  int cpr;           // a raw channel's pitch in elements: plane, + 8 for half types (rows of ldmatrix in 8 banks)
+  int raw_words;     // a raw stage: channels x cpr elements
+  int w_words;       // a chunk's packed weights: taps x kTapWords
+  int stages;        // raw stages, 2 to 4
+  int t_word, w_word, raw_word, table_word;  // shared-memory offsets; the two mbarriers sit at 0
   int smem_bytes;
+  int units;         // transpose units a chunk: half types 32 pixels x 8 channels a warp, fp32 a pixel a thread
   int chunks, co_tiles, th_tiles, tw_tiles;
   int64_t hw_in;
-  // A warpgroup's steps a chunk, worked out on the host (no division in the main loop): step s loads halo row
-  // step_u[s] (relative to the warpgroup's first row) and row j takes tap row byte j of step_kh[s] (0xff: none).
-  int steps;
-  uint8_t step_u[kMaxSteps];
-  uint32_t step_kh[kMaxSteps];
 };
 
 template <typename T>
 struct Chunk {
   static constexpr bool kHalf = sizeof(T) == 2;
-  static constexpr int kCh = kHalf ? 16 : 8;                   // input channels a chunk: one wgmma k-step, 8 words
-  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
+  static constexpr int kCh = kHalf ? 16 : 8;                   // input channels a chunk: one wgmma k-step
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy (a channel group)
 };
 
 template <typename T>
@@ -88,11 +83,10 @@ struct WgOp<at::BFloat16> {
   using type = wg::Bf16;
 };
 
-// Packed weights, one slab a (group, channel tile, chunk): [tap][n / 8][n % 8][32-byte k row], wgmma's K-major
-// layout with 32-byte swizzle: rows 4-7 of each 256-byte atom of 8 rows hold their two 16-byte k halves swapped, so
-// the 8 rows' same half falls in 32 distinct banks (unswizzled, the n-adjacent core matrices sit 256 bytes apart in
-// the same 4 banks). Atoms along n are 256 bytes apart (the descriptor's stride offset). fp32 words are
-// TF32-rounded; half types hold k pairs, the lower k in the low half.
+// Packed weights: [group][channel tile][chunk][tap][thread of a warpgroup][4 words], each thread's wgmma A
+// fragment (mma.sync's m16n8k16 / m16n8k8 A, warp q holding rows 16q..): word e is output channel
+// 16 q + lane / 4 + 8 (e & 1), k-word lane % 4 + 4 (e >> 1). fp32 words are TF32-rounded; half types hold k pairs,
+// the lower k in the low half.
 template <typename T>
 __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words) {
   constexpr int KC = Chunk<T>::kCh;
@@ -101,20 +95,16 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
     int64_t r = i;
     const int e = static_cast<int>(r % 4);
     r /= 4;
-    const int half = static_cast<int>(r % 2);
-    r /= 2;
-    const int row = static_cast<int>(r % 8);
-    r /= 8;
-    const int kcore = half ^ (row >> 2);
-    const int ncore = static_cast<int>(r % (kBN / 8));
-    r /= kBN / 8;
+    const int th = static_cast<int>(r % 128);
+    r /= 128;
     const int tap = static_cast<int>(r % kk);
     r /= kk;
     const int kc = static_cast<int>(r % d.chunks);
     r /= d.chunks;
     const int cot = static_cast<int>(r % d.co_tiles);
     const int64_t g = r / d.co_tiles;
-    const int co = cot * kBN + ncore * 8 + row, kword = kcore * 4 + e;
+    const int lane = th & 31;
+    const int co = cot * kBM + 16 * (th >> 5) + (lane >> 2) + 8 * (e & 1), kword = (lane & 3) + 4 * (e >> 1);
     auto weight = [&](int ci) -> T {
       return ci < d.cin_g && co < d.cout_g ? w[((g * d.cin_g + ci) * d.cout_g + co) * kk + tap] : T(0);
     };
@@ -129,38 +119,64 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// B's descriptor: 32-byte swizzle (mode 3), 8-row atoms 256 bytes apart; the leading offset is unused. p is
-// 256-byte aligned, as the swizzle pattern is one of address bits.
-__device__ __forceinline__ uint64_t weights_desc(const void* p) {
-  return ((uint64_t(smem_addr(p)) & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(256 >> 4) << 32) |
-         (uint64_t(3) << 62);
+// B's descriptor: K-major, no swizzle; the two k-adjacent core matrices (channel groups) `group_bytes` apart, the
+// n-adjacent ones (the next 8 pixels) 128 bytes apart. Any 16-byte-aligned start is a valid canonical layout.
+__device__ __forceinline__ uint64_t halo_desc(uint32_t addr, int group_bytes) {
+  return ((uint64_t(addr) & 0x3FFFF) >> 4) | (uint64_t(group_bytes >> 4) << 16) | (uint64_t(128 >> 4) << 32);
 }
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// A shared-memory word by its 32-bit address: the halo pointer changes with the chunk, and through it the compiler
-// had lost the address space and issued generic 64-bit loads.
 __device__ __forceinline__ uint32_t lds32(uint32_t addr) {
   uint32_t v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
   return v;
 }
-__device__ __forceinline__ uint2 lds64(uint32_t addr) {
-  uint2 v;
-  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-  return v;
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&v)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void stsm_x4(uint32_t addr, const uint32_t (&v)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]),
+               "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+__device__ __forceinline__ void lds128(uint32_t (&a)[4], uint32_t addr) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(addr));
+}
+__device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t e) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(e) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, int bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_wait_upto(int pending) {
+  if constexpr (N > 0) {
+    if (pending >= N) {
+      cp_async_wait<N>();
+      return;
+    }
+    cp_wait_upto<N - 1>(pending);
+  } else {
+    cp_async_wait<0>();
+  }
 }
 #endif
 
-template <typename T, int MS, int G, int KWM>
-__global__ void __launch_bounds__(G * 128, 1)
+template <typename T, int MS, int G, int NP, int MINB>
+__global__ void __launch_bounds__(G * 128, MINB)
     convt_dwg_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int NTH = G * 128, CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   using Op = typename WgOp<T>::type;
-  extern __shared__ __align__(16) uint32_t smem_raw[];
-  uint32_t* smem = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 255) & ~uintptr_t(255));
+  extern __shared__ __align__(128) uint32_t smem[];
+  uint64_t* wbar = reinterpret_cast<uint64_t*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wgi = warp >> 2, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
 
@@ -174,125 +190,149 @@ __global__ void __launch_bounds__(G * 128, 1)
   blk /= d.th_tiles;
   const int img = static_cast<int>(blk % d.n);
   const int g = static_cast<int>(blk / d.n);
-  const int oh0 = thi * G * MS, ow0 = twi * kCols;
+  const int oh0 = thi * G * MS, ow0 = twi * NP;
   const int ih0 = oh0 + d.ph - (d.kh - 1) * d.dh, c0 = ow0 + d.pw - (d.kw - 1) * d.dw;
   const int ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
   const int shift = c0 - ca;
 
+  if (tid == 0) {
+    mbar_init(&wbar[0], 1);
+    mbar_init(&wbar[1], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
   // The halo's copies, the same for every channel and chunk: source offset in the input plane, or -1 for a
   // zero-filled copy (outside the image).
-  const int plane = d.hr * d.rpv;
+  const int copies = d.hr * d.rpv;
   int* src_tab = reinterpret_cast<int*>(smem + d.table_word);
-  for (int j = tid; j < plane; j += NTH) {
+  for (int j = tid; j < copies; j += NTH) {
     const int row = j / d.rpv, col = j - row * d.rpv;
     const int ih = ih0 + row, iw = ca + col * V;
     src_tab[j] = ih >= 0 && ih < d.hin && iw >= 0 && iw < d.win ? ih * d.win + iw : -1;
   }
   __syncthreads();
-  const uint32_t tab_s = smem_addr(src_tab);
+  const uint32_t tab_s = smem_addr(src_tab), raw_s = smem_addr(smem + d.raw_word);
+  const uint32_t t_s = smem_addr(smem + d.t_word), w_s = smem_addr(smem + d.w_word);
   const T* x_img = x + (int64_t(img) * d.cin + int64_t(g) * d.cin_g) * d.hw_in;
-  const uint32_t* w_blk = wp + (int64_t(g) * d.co_tiles + cot) * d.chunks * int64_t(d.w_slab);
-  auto load_stage = [&](int kc, int buf) {
-    uint32_t* st = smem + buf * d.stage_words;
-    T* halo = reinterpret_cast<T*>(st);
-    constexpr int TPC = NTH / CH;  // threads a channel
-    const int ch = tid / TPC, ci = kc * CH + ch;
-    const T* src = x_img + int64_t(ci < d.cin_g ? ci : 0) * d.hw_in;
-    for (int j = tid - ch * TPC; j < plane; j += TPC) {
-      const int off = static_cast<int>(lds32(tab_s + 4u * j));
-      const bool ok = ci < d.cin_g && off >= 0;
-      cp_async16_zfill(halo + ch * d.cpr + j * V, ok ? src + off : x, ok);
+  const uint32_t* w_blk = wp + (int64_t(g) * d.co_tiles + cot) * d.chunks * int64_t(d.w_words);
+
+  auto load_weights = [&](int kc) {
+    if (tid == 0 && kc < d.chunks) {
+      fence_proxy_async();  // the generic reads of this buffer (chunk kc - 2) before the async proxy's writes
+      mbar_expect_tx(&wbar[kc & 1], d.w_words * 4);
+      bulk_copy(w_s + 4u * (kc & 1) * d.w_words, w_blk + int64_t(kc) * d.w_words, d.w_words * 4, &wbar[kc & 1]);
     }
-    const uint32_t* wsrc = w_blk + int64_t(kc) * d.w_slab;
-    uint32_t* wdst = st + d.halo_words;
-    for (int c = tid * 4; c < d.w_slab; c += NTH * 4) cp_async16_zfill(wdst + c, wsrc + c, true);
+  };
+  // Chunk kc's raw halo into stage st (kc mod stages, tracked by the caller: no division in the loop).
+  auto load_raw = [&](int kc, int st) {
+    if (kc < d.chunks) {
+      T* halo = reinterpret_cast<T*>(smem + d.raw_word + st * d.raw_words);
+      constexpr int TPC = NTH / CH;  // threads a channel
+      const int ch = tid / TPC, ci = kc * CH + ch;
+      const T* src = x_img + int64_t(ci < d.cin_g ? ci : 0) * d.hw_in;
+      for (int j = tid - ch * TPC; j < copies; j += TPC) {
+        const int off = static_cast<int>(lds32(tab_s + 4u * j));
+        const bool ok = ci < d.cin_g && off >= 0;
+        cp_async16_zfill(halo + ch * d.cpr + j * V, ok ? src + off : x, ok);
+      }
+    }
+    cp_async_commit();
+  };
+  // Units m0..m1 of this warp's (half types) or thread's (fp32) share of chunk kc's pixel-major copy.
+  // Half types: unit u is channel group u / (plane / 32), pixels 32 (u % (plane / 32)) onward; ldmatrix.trans reads
+  // 8 channels x 8 pixels four times (a lane the row of its matrix lane / 8, channel lane % 8) and stmatrix writes
+  // them back as 8 pixels x 8 channels (a lane the row of pixel lane % 8). fp32: unit i is channel group
+  // i / plane, pixel i % plane, four channels gathered into 16 bytes, TF32-rounded.
+  auto transpose = [&](int kc, int st, int m0, int m1) {
+    const uint32_t src = raw_s + 4u * st * d.raw_words;
+    const uint32_t dst = t_s + 4u * (kc & 1) * (8 * d.plane);
+    if constexpr (Chunk<T>::kHalf) {
+      const int upg = d.plane / 32, mi = lane >> 3, r = lane & 7;
+      for (int m = m0; m < m1; ++m) {
+        const int u = warp + m * (NTH / 32);
+        if (u >= d.units) break;
+        const int grp = u >= upg ? 1 : 0, q = 32 * (u - grp * upg) + 8 * mi;
+        uint32_t v[4];
+        ldsm_x4_trans(v, src + 2u * static_cast<uint32_t>((grp * 8 + r) * d.cpr + q));
+        stsm_x4(dst + 16u * static_cast<uint32_t>(grp * d.plane + q + r), v);
+      }
+    } else {
+      for (int m = m0; m < m1; ++m) {
+        const int i = tid + m * NTH;
+        if (i >= d.units) break;
+        const int grp = i >= d.plane ? 1 : 0, q = i - grp * d.plane;
+        const uint32_t s = src + 4u * static_cast<uint32_t>(grp * 4 * d.cpr + q);
+        uint32_t v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = tf32_round(__uint_as_float(lds32(s + 4u * e * d.cpr)));
+        sts128(dst + 16u * i, v[0], v[1], v[2], v[3]);
+      }
+    }
   };
 
-  float acc[MS][kBN / 2];
+  float acc[MS][NP / 2];
   zero_acc(acc);
 
-  const int ahead = d.stages - 2;
-  for (int s = 0; s < ahead; ++s) {
-    if (s < d.chunks) load_stage(s, s);
-    cp_async_commit();
-  }
-  // This lane's A word: k-word tq, pixel 16 wq + gq of the warpgroup's first row, moved by the halo's shift.
-  const int a_lane = tq * d.cp + wgi * MS * d.rp + shift + wq * 16 + gq;
-  int kc = 0, si = 0;  // the next step: chunk, schedule entry
-  uint32_t words = 0;  // shared address of the chunk's A halo
-  uint64_t wdesc = 0;
-  auto begin_chunk = [&]() {
-    if (ahead == 2) {
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    fence_proxy_async();  // this thread's cp.async writes, seen by wgmma's reads of the weights
-    __syncthreads();      // chunk kc is in; every warpgroup has retired its wgmma of chunk kc - 2, whose stage is next
-    const int nx = kc + ahead;
-    if (nx < d.chunks) load_stage(nx, nx % d.stages);
-    cp_async_commit();
-    const uint32_t* st = smem + (kc % d.stages) * d.stage_words;
-    words = smem_addr(st);
-    wdesc = weights_desc(st + d.halo_words);
-    if constexpr (Chunk<T>::kHalf) {
-      // Channel pairs into words: word (c2, pixel) = (channel 2 c2, channel 2 c2 + 1), four pixels a thread a step.
-      uint32_t* wb = smem + d.stages * d.stage_words;
-      constexpr int TPP = NTH / 8;  // threads a channel pair
-      const int quads = d.hr * d.rp / 4, c2 = tid / TPP;
-      const uint32_t ev = words + 2u * static_cast<uint32_t>(2 * c2 * d.cpr), od = ev + 2u * d.cpr;
-      for (int q = tid - c2 * TPP; q < quads; q += TPP) {
-        const uint2 e = lds64(ev + 8u * q), o = lds64(od + 8u * q);
-        reinterpret_cast<uint4*>(wb + c2 * d.cp)[q] =
-            make_uint4(__byte_perm(e.x, o.x, 0x5410), __byte_perm(e.x, o.x, 0x7632), __byte_perm(e.y, o.y, 0x5410),
-                       __byte_perm(e.y, o.y, 0x7632));
-      }
-      __syncthreads();
-      words = smem_addr(wb);
-    }
-  };
-  // One step into register set a: a halo row's fragments for every tap column, and each row's wgmma that reads them;
-  // false once every chunk is done.
-  auto step = [&](uint32_t(&a)[KWM][4]) -> bool {
+  // Prologue: weights of chunks 0 and 1, raw stages of chunks 0..stages - 1, chunk 0 transposed.
+  __syncthreads();  // the mbarriers' init, seen by every thread before any waits on them
+  load_weights(0);
+  load_weights(1);
+  for (int s = 0; s < d.stages; ++s) load_raw(s, s);
+  cp_wait_upto<3>(d.stages - 1);
+  __syncthreads();
+  transpose(0, 0, 0, d.units);
+  fence_proxy_async();
+  __syncthreads();
+
+  const int kk = d.kh * d.kw;
+  const uint32_t group_bytes = 16u * d.plane;
+  // This warpgroup's first row and the first tap (0, 0) in the pixel-major buffer, in 16-byte units.
+  const uint32_t base_off = static_cast<uint32_t>(wgi * MS * d.rp + shift);
+  const uint32_t tap00 = static_cast<uint32_t>((d.kh - 1) * d.dh * d.rp + (d.kw - 1) * d.dw);
+  const uint32_t row_back = static_cast<uint32_t>(d.dh * d.rp - (d.kw - 1) * d.dw);  // tap (kh, KW-1) to (kh+1, 0)
+  int kc = 0, t = 0, kwi = 0, st = 0;  // st: chunk kc's raw stage
+  uint32_t toff = tap00, a_s = 0;
+  uint64_t bdesc = 0;
+  auto step = [&](uint32_t(&a)[4]) -> bool {
     if (kc >= d.chunks) return false;
-    if (si == 0) begin_chunk();
-    const uint32_t ap = words + 4u * static_cast<uint32_t>(a_lane + d.step_u[si] * d.rp + (d.kw - 1) * d.dw);
-    const uint32_t khs = d.step_kh[si];
-    const uint32_t dwb = 4u * d.dw, cpb = 16u * d.cp;
-#pragma unroll
-    for (int t = 0; t < KWM; ++t) {
-      if (t < d.kw) {
-        const uint32_t at = ap - t * dwb;
-        a[t][0] = lds32(at);
-        a[t][1] = lds32(at + 32);
-        a[t][2] = lds32(at + cpb);
-        a[t][3] = lds32(at + cpb + 32);
-        if constexpr (std::is_same_v<T, float>) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) a[t][e] = tf32_round(__uint_as_float(a[t][e]));
-        }
-      }
+    if (t == 0) {
+      load_weights(kc + 1 < d.chunks && kc >= 1 ? kc + 1 : d.chunks);  // chunk 1 went in the prologue
+      load_raw(kc + d.stages, st);
+      mbar_wait(&wbar[kc & 1], (kc >> 1) & 1);
+      a_s = w_s + 4u * (kc & 1) * d.w_words + 16u * (tid & 127);
+      bdesc = halo_desc(t_s + 4u * (kc & 1) * (8 * d.plane), group_bytes) + base_off;
+      toff = tap00;
+      kwi = 0;
     }
+    lds128(a, a_s + 4u * kTapWords * t);
     wgmma_fence();
 #pragma unroll
-    for (int t = 0; t < KWM; ++t) {
-      if (t < d.kw) {
-#pragma unroll
-        for (int j = 0; j < MS; ++j) {
-          const int kh = (khs >> (8 * j)) & 0xff;
-          if (kh != 0xff) wg::WgmmaRs<Op, kBN>::run(acc[j], a[t], wdesc + uint64_t((kh * d.kw + t) * (kBN * 2)), 1);
-        }
-      }
-    }
+    for (int j = 0; j < MS; ++j) wg::WgmmaRs<Op, NP>::run(acc[j], a, bdesc + toff + j * d.rp, 1);
     wgmma_commit();
-    wgmma_wait<1>();
-    if (++si == d.steps) {
-      si = 0;
+    if (t == 0) {
+      wgmma_wait<1>();  // this warpgroup's chunk kc - 1 retired
+      cp_wait_upto<3>(d.stages - 1);  // chunk kc + 1's raw halo landed
+      __syncthreads();
+      if (kk == 1 && kc + 1 < d.chunks) transpose(kc + 1, st + 1 == d.stages ? 0 : st + 1, 0, d.units);
+    } else {
+      // One slice: each slice's setup cost as much as its few ldmatrix/stmatrix pairs (profile of v17a).
+      if (t == 1 && kc + 1 < d.chunks) transpose(kc + 1, st + 1 == d.stages ? 0 : st + 1, 0, d.units);
+      wgmma_wait<1>();
+    }
+    if (++t == kk) {
+      fence_proxy_async();  // the pixel-major copy of chunk kc + 1, written by st.shared, read by wgmma
+      __syncthreads();
+      t = 0;
       ++kc;
+      st = st + 1 == d.stages ? 0 : st + 1;
+    } else if (++kwi == d.kw) {
+      kwi = 0;
+      toff -= row_back;
+    } else {
+      toff -= d.dw;
     }
     return true;
   };
-  uint32_t a0[KWM][4], a1[KWM][4];
+  uint32_t a0[4], a1[4];
   while (step(a0) && step(a1)) {
   }
   wgmma_wait<0>();
@@ -300,26 +340,23 @@ __global__ void __launch_bounds__(G * 128, 1)
   for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
   cp_async_wait<0>();
 
-  // Accumulators: register 4c + 2h + e of row j is (pixel 16 wq + gq + 8h, channel 8c + 2tq + e). Lanes gq and
-  // gq + 1 swap one value so each holds two adjacent pixels of one channel: one paired store.
-  const bool even = (gq & 1) == 0;
+  // Accumulators: register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e): two adjacent
+  // pixels of one channel, one paired store.
 #pragma unroll
   for (int j = 0; j < MS; ++j) {
     const int oh = oh0 + wgi * MS + j;
     if (oh >= d.hout) continue;
 #pragma unroll
-    for (int c = 0; c < kBN / 8; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      const int co = cot * kBM + 16 * wq + gq + 8 * h;
+      if (co >= d.cout_g) continue;
+      const int64_t oc = int64_t(g) * d.cout_g + co;
+      const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
+      T* yr = y + ((int64_t(img) * d.cout + oc) * d.hout + oh) * d.wout;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float v0 = acc[j][4 * c + 2 * h], v1 = acc[j][4 * c + 2 * h + 1];
-        const float got = __shfl_xor_sync(0xffffffffu, even ? v1 : v0, 4);
-        const int co = cot * kBN + 8 * c + 2 * tq + (even ? 0 : 1);
-        const int ow = ow0 + wq * 16 + 8 * h + (gq & ~1);
-        if (co >= d.cout_g) continue;
-        const int64_t oc = int64_t(g) * d.cout_g + co;
-        const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-        const float p0 = (even ? v0 : got) + bv, p1 = (even ? got : v1) + bv;
-        T* yr = y + ((int64_t(img) * d.cout + oc) * d.hout + oh) * d.wout;
+      for (int c = 0; c < NP / 8; ++c) {
+        const int ow = ow0 + 8 * c + 2 * tq;
+        const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
         if (pair && ow + 1 < d.wout) {
           store2(yr + ow, p0, p1);
         } else {
@@ -340,16 +377,19 @@ int max_smem(int device) {
   return v;
 }
 
-// Two rows a warpgroup (4 halo-row loads for 6 products on a 3-row kernel), two warpgroups a block.
+// Two rows a warpgroup, two warpgroups a block, 128 columns.
 DwgTile pick(DwgTile t) {
   if (t.rows == 0) t.rows = 2;
   if (t.groups == 0) t.groups = 2;
+  if (t.cols == 0) t.cols = t.rows == 4 || (t.groups == 4 && t.rows == 2) ? 64 : 128;
   return t;
 }
 
+// Blocks an SM the tile is built for (its registers): 64-column two-row tiles fit two.
+int blocks_per_sm(DwgTile t) { return t.cols == 64 && t.rows <= 2 && t.groups == 2 ? 2 : 1; }
+
 DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   const int V = 16 / elem;
-  const int CH = elem == 2 ? 16 : 8;
   DwgGeom d{};
   d.n = static_cast<int>(p.N);
   d.hin = static_cast<int>(p.Hin);
@@ -366,54 +406,43 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.cout = static_cast<int>(p.Cout);
   d.cin_g = static_cast<int>(p.Cin_g);
   d.cout_g = static_cast<int>(p.Cout_g);
+  d.cols = t.cols;
   const int rows = t.rows * t.groups;
   d.hr = rows + (d.kh - 1) * d.dh;
-  d.rp = round_up(V - 1 + kCols + (d.kw - 1) * d.dw, V);
+  d.rp = round_up(V - 1 + t.cols + (d.kw - 1) * d.dw, V);
   d.rpv = d.rp / V;
-  d.cp = round_up(d.hr * d.rp, 32) + 8;
-  d.cpr = elem == 2 ? d.hr * d.rp : d.cp;
-  d.halo_words = round_up(elem == 2 ? 8 * d.hr * d.rp : 8 * d.cp, 64);  // the weights after it 256-byte aligned
-  d.w_slab = d.kh * d.kw * kBN * 8;
-  d.stage_words = d.halo_words + d.w_slab;
-  const int extra = elem == 2 ? 8 * d.cp : 0;  // half types: the interleaved halo
+  d.plane = round_up(d.hr * d.rp, 32);
+  d.cpr = d.plane + (elem == 2 ? 8 : 0);
+  d.raw_words = 8 * d.cpr;  // 32 bytes of channels a pixel: 16 half or 8 fp32
+  d.w_words = d.kh * d.kw * kTapWords;
   const int table = round_up(d.hr * d.rpv, 4);
-  d.stages = (4 * d.stage_words + extra + table) * 4 + 256 <= smem_limit ? 4 : 3;
-  d.table_word = d.stages * d.stage_words + extra;
-  d.smem_bytes = (d.table_word + table) * 4 + 256;  // + the base's alignment to 256 bytes
-  d.chunks = (d.cin_g + CH - 1) / CH;
-  d.co_tiles = (d.cout_g + kBN - 1) / kBN;
+  // Per block: two mbarriers (32 bytes), two pixel-major buffers, two weight buffers, the raw stages, the table.
+  const int fixed = 8 + 2 * 8 * d.plane + 2 * d.w_words + table;
+  const int b = blocks_per_sm(t);  // each block an SM also holds 1 KB the hardware reserves
+  const int budget = (b == 1 ? smem_limit : (smem_limit + 1024) / b - 1024) / 4;  // words
+  d.stages = 4;
+  while (d.stages > 2 && fixed + d.stages * d.raw_words > budget) --d.stages;
+  d.t_word = 8;
+  d.w_word = d.t_word + 2 * 8 * d.plane;
+  d.raw_word = d.w_word + 2 * d.w_words;
+  d.table_word = d.raw_word + d.stages * d.raw_words;
+  d.smem_bytes = (d.table_word + table) * 4;
+  d.units = elem == 2 ? 2 * d.plane / 32 : 2 * d.plane;  // half types: a unit a warp; fp32: a unit a thread
+  d.chunks = (d.cin_g + (elem == 2 ? 16 : 8) - 1) / (elem == 2 ? 16 : 8);
+  d.co_tiles = (d.cout_g + kBM - 1) / kBM;
   d.th_tiles = (d.hout + rows - 1) / rows;
-  d.tw_tiles = (d.wout + kCols - 1) / kCols;
+  d.tw_tiles = (d.wout + t.cols - 1) / t.cols;
   d.hw_in = p.Hin * p.Win;
-  // Halo row u serves row j with tap row kh where u - j = (KH - 1 - kh) dh; rows no tap reads are left out.
-  const int64_t reach = t.rows + (p.KH - 1) * p.dh;
-  d.steps = 0;
-  for (int64_t u = 0; u < reach && d.steps <= kMaxSteps; ++u) {
-    uint32_t khs = 0xffffffffu;
-    for (int j = 0; j < t.rows; ++j) {
-      const int64_t r = u - j;
-      if (r >= 0 && r % p.dh == 0 && r / p.dh < p.KH) {
-        khs &= ~(0xffu << (8 * j));
-        khs |= uint32_t(p.KH - 1 - r / p.dh) << (8 * j);
-      }
-    }
-    if (khs == 0xffffffffu) continue;
-    if (d.steps < kMaxSteps) {
-      d.step_u[d.steps] = static_cast<uint8_t>(u);
-      d.step_kh[d.steps] = khs;
-    }
-    ++d.steps;
-  }
   return d;
 }
 
-template <typename T, int MS, int G, int KWM>
+template <typename T, int MS, int G, int NP, int MINB>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
-  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G}, max_smem(x.get_device()));
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP}, max_smem(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
-  const int64_t words = p.groups * int64_t(d.co_tiles) * d.chunks * d.w_slab;
+  const int64_t words = p.groups * int64_t(d.co_tiles) * d.chunks * d.w_words;
   at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
   uint32_t* wp = reinterpret_cast<uint32_t*>(packed.mutable_data_ptr<int>());
   const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 4096));
@@ -421,7 +450,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwg_kernel<T, MS, G, KWM>;
+  auto kernel = convt_dwg_kernel<T, MS, G, NP, MINB>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
   kernel<<<static_cast<unsigned>(blocks), G * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -432,28 +461,29 @@ template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
   if (t.groups == 3) {
-    if (p.KW <= 4) {
-      launch_typed<T, 2, 3, 4>(p, x, w, b, out, stream);
-    } else {
-      launch_typed<T, 2, 3, 8>(p, x, w, b, out, stream);
-    }
+    launch_typed<T, 2, 3, 128, 1>(p, x, w, b, out, stream);
+  } else if (t.groups == 4 && t.rows == 1) {
+    launch_typed<T, 1, 4, 128, 1>(p, x, w, b, out, stream);
+  } else if (t.groups == 4) {
+    launch_typed<T, 2, 4, 64, 1>(p, x, w, b, out, stream);
   } else if (t.rows == 1) {
-    if (p.KW <= 4) {
-      launch_typed<T, 1, 2, 4>(p, x, w, b, out, stream);
-    } else {
-      launch_typed<T, 1, 2, 8>(p, x, w, b, out, stream);
-    }
+    launch_typed<T, 1, 2, 128, 1>(p, x, w, b, out, stream);
   } else if (t.rows == 4) {
-    launch_typed<T, 4, 2, 4>(p, x, w, b, out, stream);
-  } else if (p.KW <= 4) {
-    launch_typed<T, 2, 2, 4>(p, x, w, b, out, stream);
+    launch_typed<T, 4, 2, 64, 1>(p, x, w, b, out, stream);
+  } else if (t.cols == 64) {
+    launch_typed<T, 2, 2, 64, 2>(p, x, w, b, out, stream);
   } else {
-    launch_typed<T, 2, 2, 8>(p, x, w, b, out, stream);
+    launch_typed<T, 2, 2, 128, 1>(p, x, w, b, out, stream);
   }
 }
 
 bool tile_known(DwgTile t) {
-  return (t.groups == 2 && (t.rows == 1 || t.rows == 2 || t.rows == 4)) || (t.groups == 3 && t.rows == 2);
+  if (t.groups == 3) return t.rows == 2 && t.cols == 128;
+  if (t.groups == 4) return (t.rows == 1 && t.cols == 128) || (t.rows == 2 && t.cols == 64);
+  if (t.groups != 2) return false;
+  if (t.rows == 1) return t.cols == 128;
+  if (t.rows == 4) return t.cols == 64;
+  return t.rows == 2 && (t.cols == 64 || t.cols == 128);
 }
 
 }  // namespace
@@ -468,23 +498,20 @@ bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile 
   if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim)
     return false;
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
-  // The step schedule: halo rows within a byte, tap rows below 0xff.
-  if (4 + (p.KH - 1) * p.dh > 255 || p.KH >= 255) return false;
   const DwgTile t = pick(tile);
-  // A step holds a halo row's fragments for every tap column: 8 at most (4 with 4 rows a warpgroup).
-  if (!tile_known(t) || p.KW > (t.rows == 4 ? 4 : 8) || !wg_available(x.get_device())) return false;
+  if (!tile_known(t) || !wg_available(x.get_device())) return false;
   const int limit = max_smem(x.get_device());
   const DwgGeom d = geometry(p, elem, t, limit);
-  if (d.smem_bytes > limit || d.steps > kMaxSteps) return false;
-  if (int64_t(d.hr) * d.rp * 8 >= lim) return false;
+  if (d.smem_bytes > limit) return false;
   return p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles < (int64_t(1) << 31);
 }
 
 void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
-  CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 1, 2 or 4 rows a warpgroup and 2 warpgroups, or 2 "
-              "rows and 3 warpgroups, not ", t.rows, " and ", t.groups);
+  CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 2 warpgroups of 1 row x 128 columns, 2 x 64 or "
+              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64, not ", t.groups, " of ", t.rows, " x ",
+              t.cols);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;
