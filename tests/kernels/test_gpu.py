@@ -463,8 +463,8 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
-                                  "wgh64s"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "tc32",
+                                  "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""

@@ -368,6 +368,22 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // against 2.44); 128 in strict fp32
   // only (kb69 10.0 against 11.1), as wgmma's rate wins in TF32 and half types (kb69 TF32 4.0 against 2.56, fp16 2.34
   // against 1.76).
+  // 33-64 output channels a group, TF32 and half types: the wgmma dense kernel (v17), three warpgroups of 2 rows x
+  // 128 columns; four of 2 x 64 for half types past 9 taps or where three do not fit. Measured on an H200 beside
+  // cuDNN (docs/benchmarks/variants-v17-dwg.txt): kb57 TF32 3.64 ms against the halo kernel's 4.78, fp16 2.45
+  // against the dense kernel's 3.23; kb65 TF32 1.60 against 2.30, fp16 (dwg24) 1.15 against 1.37. At 32 channels
+  // (kb71, kb78) and 128 (kb69) it loses to the dense kernel and to wgmma's phase path.
+  if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 32 && p.Cout_g <= 64 && p.Hout * p.Wout >= 1024 &&
+      (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32))) {
+    const bool half = dtype != at::kFloat;
+    for (const DwgTile t : {half && p.KH * p.KW > 9 ? DwgTile{2, 4} : DwgTile{2, 3}, DwgTile{2, 4}}) {
+      if (dwg_supports(p, x, tf32, t)) {
+        Algo a{Path::kDwg};
+        a.dwg = t;
+        return a;
+      }
+    }
+  }
   if (const DenseTile t = dense_preferred(p, dtype, tf32); t.mt != 0 && dense_supports(p, x, tf32, t)) {
     Algo a{Path::kDense};
     a.dense = t;
