@@ -284,12 +284,6 @@ __global__ void __launch_bounds__(NW * 32, NW == 8 && !kStrict ? 2 : 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-int max_smem(int device) {
-  int v = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return v;
-}
-
 // The tile where none is forced: 32 output channels a warp where a group has at most 32 (64 columns a warp),
 // else 64; 8 warps for up to 9 taps, else 16 (a taller halo for the weights each block stages).
 DenseTile pick(const ConvTParams& p, DenseTile t) {
@@ -341,7 +335,7 @@ template <typename T, bool kStrict, int MT, int NW>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int elem = static_cast<int>(sizeof(T));
-  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW}, max_smem(x.get_device()));
+  const DenseGeom d = geometry(p, elem, kStrict, {MT, NW}, max_smem_optin(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
   const int64_t slots = p.groups * int64_t(d.co_tiles) * d.chunks * d.kh * d.kw * MT * 32;
@@ -378,6 +372,12 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 
 }  // namespace
 
+int max_smem_optin(int device) {
+  int v = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return v;
+}
+
 bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseTile tile) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && dt != at::kFloat) return false;
@@ -389,7 +389,7 @@ bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseT
     return false;
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
   const DenseTile t = pick(p, tile);
-  const int limit = max_smem(x.get_device());
+  const int limit = max_smem_optin(x.get_device());
   const DenseGeom d = geometry(p, elem, dt == at::kFloat && !tf32, t, limit);
   if (d.smem_bytes > limit) return false;
   if (int64_t(d.hr) * d.rp * 8 >= lim) return false;

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "convt_dense.h"
 #include "convt_tc.h"
 #include "wgmma_ops.h"
 
@@ -47,7 +48,6 @@ struct DwgGeom {
   int n, hin, win, hout, wout;
   int kh, kw, ph, pw, dh, dw;
   int cin, cout, cin_g, cout_g;
-  int cols;          // output columns a row (wgmma's N)
   int hr, rp, rpv;   // halo rows, row pitch in pixels (whole 16-byte copies), copies a row
   int plane;         // hr * rp rounded up to 32: pixels a pixel-major channel group (its pitch)
   int cpr;           // a raw channel's pitch in elements: plane, + 8 for half types (rows of ldmatrix in 8 banks)
@@ -66,21 +66,6 @@ struct Chunk {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr int kCh = kHalf ? 16 : 8;                   // input channels a chunk: one wgmma k-step
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy (a channel group)
-};
-
-template <typename T>
-struct WgOp;
-template <>
-struct WgOp<float> {
-  using type = wg::Tf32;
-};
-template <>
-struct WgOp<at::Half> {
-  using type = wg::F16;
-};
-template <>
-struct WgOp<at::BFloat16> {
-  using type = wg::Bf16;
 };
 
 // Packed weights: [group][channel tile][chunk][tap][thread of a warpgroup][4 words], each thread's wgmma A
@@ -174,7 +159,7 @@ __global__ void __launch_bounds__(G * 128, MINB)
                      const T* __restrict__ bias, T* __restrict__ y, bool pair) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int NTH = G * 128, CH = Chunk<T>::kCh, V = Chunk<T>::kV;
-  using Op = typename WgOp<T>::type;
+  using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* wbar = reinterpret_cast<uint64_t*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -371,12 +356,6 @@ __global__ void __launch_bounds__(G * 128, MINB)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-int max_smem(int device) {
-  int v = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return v;
-}
-
 // Two rows a warpgroup, two warpgroups a block, 128 columns.
 DwgTile pick(DwgTile t) {
   if (t.rows == 0) t.rows = 2;
@@ -406,7 +385,6 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.cout = static_cast<int>(p.Cout);
   d.cin_g = static_cast<int>(p.Cin_g);
   d.cout_g = static_cast<int>(p.Cout_g);
-  d.cols = t.cols;
   const int rows = t.rows * t.groups;
   d.hr = rows + (d.kh - 1) * d.dh;
   d.rp = round_up(V - 1 + t.cols + (d.kw - 1) * d.dw, V);
@@ -439,7 +417,7 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
 template <typename T, int MS, int G, int NP, int MINB>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
-  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP}, max_smem(x.get_device()));
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP}, max_smem_optin(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
   const int64_t words = p.groups * int64_t(d.co_tiles) * d.chunks * d.w_words;
@@ -500,7 +478,7 @@ bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile 
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
   const DwgTile t = pick(tile);
   if (!tile_known(t) || !wg_available(x.get_device())) return false;
-  const int limit = max_smem(x.get_device());
+  const int limit = max_smem_optin(x.get_device());
   const DwgGeom d = geometry(p, elem, t, limit);
   if (d.smem_bytes > limit) return false;
   return p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles < (int64_t(1) << 31);

@@ -73,20 +73,6 @@ namespace {
 constexpr int kConsumerWarps = 8;  // two warpgroups
 constexpr int kThreads = (kConsumerWarps + 1) * 32;
 
-template <typename T>
-struct WgOp;
-template <>
-struct WgOp<float> {
-  using type = wg::Tf32;
-};
-template <>
-struct WgOp<at::Half> {
-  using type = wg::F16;
-};
-template <>
-struct WgOp<at::BFloat16> {
-  using type = wg::Bf16;
-};
 
 // A block's tile: each consumer warpgroup owns MSUB m64 slices of pixels x BN
 // channels; NS stages in flight. Slots are sized for 128-byte rows (32 k-words).
@@ -126,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
                     const ConvTParams p, const WgGrid gg, const T* __restrict__ bias, T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using S = WgShape<BN, MSUB, NS>;
-  using Op = typename WgOp<T>::type;
+  using Op = typename wg::OpFor<T>::type;
   extern __shared__ uint8_t smem_raw[];
   // Swizzled TMA boxes and wgmma descriptors both assume 1024-byte-aligned atoms.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));

@@ -3,6 +3,9 @@
 // fp32 accumulators; scale_d = 0 overwrites d instead of adding to it.
 #pragma once
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <cstdint>
 
 namespace convt {
@@ -11,6 +14,22 @@ namespace wg {
 struct Tf32 {};
 struct F16 {};
 struct Bf16 {};
+
+// The instruction an element type runs on: fp32 as TF32.
+template <typename T>
+struct OpFor;
+template <>
+struct OpFor<float> {
+  using type = Tf32;
+};
+template <>
+struct OpFor<c10::Half> {
+  using type = F16;
+};
+template <>
+struct OpFor<c10::BFloat16> {
+  using type = Bf16;
+};
 
 template <typename Op, int N>
 struct Wgmma;
