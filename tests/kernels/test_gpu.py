@@ -365,15 +365,16 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
 
 # The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
 # double to ffma.
-# rows a warpgroup, warpgroups, columns
+# rows a (consumer) warpgroup, its warpgroups, columns; dws*: warp-specialized and persistent (v18)
 DWG_TILES = {"dwg": (2, 2, 128), "dwg1": (1, 2, 128), "dwg2": (2, 2, 128), "dwg2s": (2, 2, 64), "dwg4": (4, 2, 64),
-             "dwg23": (2, 3, 128), "dwg14": (1, 4, 128), "dwg24": (2, 4, 64)}
+             "dwg23": (2, 3, 128), "dwg14": (1, 4, 128), "dwg24": (2, 4, 64),
+             "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128)}
 DWG_ALGOS = list(DWG_TILES)
 
 
 def dwg_smem_bytes(algo, itemsize, k, d):
-    """The wgmma dense kernel's shared memory with two raw stages (convt_dwg.cu's geometry): two pixel-major
-    halos, two chunks of weights, the raw stages and the copy table."""
+    """The wgmma dense kernel's smallest shared memory (convt_dwg.cu's geometry): the mbarriers, two pixel-major
+    halos, two chunks of weights, two raw stages and (v17) the copy table."""
     rows, groups, cols = DWG_TILES[algo]
     up = lambda a, b: -(-a // b) * b  # noqa: E731
     vec = 16 // itemsize
@@ -381,11 +382,13 @@ def dwg_smem_bytes(algo, itemsize, k, d):
     rp = up(vec - 1 + cols + (k[1] - 1) * d[1], vec)
     plane = up(hr * rp, 32)
     raw = 8 * (plane + (8 if itemsize == 2 else 0))
+    if algo.startswith("dws"):  # v18: 64 bytes of mbarriers, no copy table
+        return 4 * (16 + 16 * plane + 2 * k[0] * k[1] * 512 + 2 * raw)
     return 4 * (8 + 16 * plane + 2 * k[0] * k[1] * 512 + up(hr * rp // vec, 4) + 2 * raw)
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
-@pytest.mark.parametrize("i", range(48))
+@pytest.mark.parametrize("i", range(72))
 def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
     """Random stride-1 problems forced onto the wgmma dense kernel, each tile in turn: kernels up to 4 x 7 with
     dilation 1 and 2 (each tap a descriptor offset into the pixel-major halo), halos past every edge, output
@@ -463,7 +466,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "tc32",
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws", "dws4", "dws23", "dws13", "tc32",
                                   "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):

@@ -207,7 +207,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // dwg, dwg1, dwg2, dwg2s, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: output channels
 // as M from registers, output columns as N from a pixel-major halo by descriptor; 1, 2 or 4 output rows a warpgroup
 // x 128 columns (4: 64; 2s: 64, two blocks an SM), two warpgroups a block; 23: 2 rows, three warpgroups; 14 and
-// 24: four warpgroups of 1 row x 128 columns or 2 x 64);
+// 24: four warpgroups of 1 row x 128 columns or 2 x 64); dws, dws4, dws23, dws13 (the same GEMM warp-specialized
+// and persistent, v18: a producer warpgroup and 2 consumer warpgroups of 2 rows x 128 columns or 4 x 64, or 3 of
+// 2 x 64 or 1 x 128);
 // strip, strip4,
 // strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -262,6 +264,10 @@ constexpr Forced kForced[] = {
     {"dwg23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3}}},
     {"dwg14", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 4}}},
     {"dwg24", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 4}}},
+    {"dws", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 2, 128, true}}},
+    {"dws4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true}}},
+    {"dws23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3, 64, true}}},
+    {"dws13", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 3, 128, true}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -319,7 +325,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a

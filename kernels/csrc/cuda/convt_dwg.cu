@@ -54,7 +54,8 @@ struct DwgGeom {
   int raw_words;     // a raw stage: channels x cpr elements
   int w_words;       // a chunk's packed weights: taps x kTapWords
   int stages;        // raw stages, 2 to 4
-  int t_word, w_word, raw_word, table_word;  // shared-memory offsets; the two mbarriers sit at 0
+  int nb;            // pixel-major buffers and weight buffers: 2 (v17), 2 to 3 (v18)
+  int t_word, w_word, raw_word, table_word;  // shared-memory offsets; the mbarriers sit at 0
   int smem_bytes;
   int units;         // transpose units a chunk: half types 32 pixels x 8 channels a warp, fp32 a pixel a thread
   int chunks, co_tiles, th_tiles, tw_tiles;
@@ -68,28 +69,35 @@ struct Chunk {
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy (a channel group)
 };
 
-// Packed weights: [group][channel tile][chunk][tap][thread of a warpgroup][4 words], each thread's wgmma A
-// fragment (mma.sync's m16n8k16 / m16n8k8 A, warp q holding rows 16q..): word e is output channel
-// 16 q + lane / 4 + 8 (e & 1), k-word lane % 4 + 4 (e >> 1). fp32 words are TF32-rounded; half types hold k pairs,
-// the lower k in the low half.
+// Packed weights: [group][channel tile][chunk][tap][512 words]. v17 (register A): a tap is [thread of a
+// warpgroup][4 words], each thread's wgmma A fragment (mma.sync's m16n8k16 / m16n8k8 A, warp q holding rows 16q..):
+// word e is output channel 16 q + lane / 4 + 8 (e & 1), k-word lane % 4 + 4 (e >> 1). v18 (A by descriptor,
+// `kmajor`): a tap is [k half (2)][output channel (64)][4 words], wgmma's K-major core matrices without swizzle
+// (8 channels x 16 bytes, 128 bytes apart along M, 1024 along K). A k-word is one TF32 (rounded) or a pair of half
+// values, the lower k in the low half.
 template <typename T>
-__global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words) {
+__global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words,
+                                bool kmajor) {
   constexpr int KC = Chunk<T>::kCh;
   const int kk = d.kh * d.kw;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t r = i;
-    const int e = static_cast<int>(r % 4);
-    r /= 4;
-    const int th = static_cast<int>(r % 128);
-    r /= 128;
+    const int wi = static_cast<int>(i % kTapWords), e = wi & 3;
+    int64_t r = i / kTapWords;
     const int tap = static_cast<int>(r % kk);
     r /= kk;
     const int kc = static_cast<int>(r % d.chunks);
     r /= d.chunks;
     const int cot = static_cast<int>(r % d.co_tiles);
     const int64_t g = r / d.co_tiles;
-    const int lane = th & 31;
-    const int co = cot * kBM + 16 * (th >> 5) + (lane >> 2) + 8 * (e & 1), kword = (lane & 3) + 4 * (e >> 1);
+    int co, kword;
+    if (kmajor) {
+      co = cot * kBM + ((wi >> 2) & 63);
+      kword = 4 * (wi >> 8) + e;
+    } else {
+      const int th = wi >> 2, lane = th & 31;
+      co = cot * kBM + 16 * (th >> 5) + (lane >> 2) + 8 * (e & 1);
+      kword = (lane & 3) + 4 * (e >> 1);
+    }
     auto weight = [&](int ci) -> T {
       return ci < d.cin_g && co < d.cout_g ? w[((g * d.cin_g + ci) * d.cout_g + co) * kk + tap] : T(0);
     };
@@ -104,8 +112,9 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// B's descriptor: K-major, no swizzle; the two k-adjacent core matrices (channel groups) `group_bytes` apart, the
-// n-adjacent ones (the next 8 pixels) 128 bytes apart. Any 16-byte-aligned start is a valid canonical layout.
+// A K-major descriptor without swizzle: the two k-adjacent core matrices `group_bytes` apart (B: the channel groups;
+// v18's A: 1024), the m- or n-adjacent ones (the next 8 pixels or channels) 128 bytes apart. Any 16-byte-aligned
+// start is a valid canonical layout.
 __device__ __forceinline__ uint64_t halo_desc(uint32_t addr, int group_bytes) {
   return ((uint64_t(addr) & 0x3FFFF) >> 4) | (uint64_t(group_bytes >> 4) << 16) | (uint64_t(128 >> 4) << 32);
 }
@@ -138,6 +147,10 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, int byt
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
+}
+// cp.async of `bytes` (16, or 0: zero-filled, src not read) to a shared-window address.
+__device__ __forceinline__ void cp_async16_n(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 template <int N>
 __device__ __forceinline__ void cp_wait_upto(int pending) {
@@ -354,6 +367,268 @@ __global__ void __launch_bounds__(G * 128, MINB)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
+// v18: the same GEMM, warp-specialized and persistent, both operands by descriptor. v17's warps spent ~6000
+// scalar instructions a block against 72 wgmma, and each tap waited on the one before (its A registers). Here
+// warpgroup 0 is the producer: it issues the raw halo's cp.async ring, the weights' bulk copies and the transposes
+// into `nb` pixel-major buffers; warpgroups 1..G issue a chunk's wgmma back to back (A, the tap's weights, K-major
+// in shared memory; B as in v17) and wait once a chunk. Blocks walk tiles `gridDim.x` apart, so the producer fills
+// the next tile's buffers while the consumers finish and store this one.
+//
+// Ordering: full[b] completes when the 128 producer threads have written buffer b (each fences its generic writes
+// to the async proxy, then arrives) and its weights' bulk copy landed (one more arrival, with the bytes); empty[b]
+// when every consumer warp has retired the wgmma that read it (lane 0 arrives after the wait that retires them).
+// The raw ring is the producer's own: a named barrier a chunk finds every producer thread's copies of chunk i landed
+// and every transpose of chunk i - 1 (whose stage the next copies overwrite) done.
+template <typename T, int MS, int G, int NP>
+__global__ void __launch_bounds__((G + 1) * 128, 1)
+    convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
+                     const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
+  using Op = typename wg::OpFor<T>::type;
+  extern __shared__ __align__(128) uint32_t smem[];
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + 4;  // nb <= 4
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    for (int b = 0; b < d.nb; ++b) {
+      mbar_init(&full[b], 129);
+      mbar_init(&empty[b], 4 * G);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const uint32_t t_s = smem_addr(smem + d.t_word), w_s = smem_addr(smem + d.w_word);
+  const int own = blockIdx.x < tiles ? static_cast<int>((tiles - 1 - blockIdx.x) / gridDim.x + 1) : 0;
+
+  // Tile k of this block: channel tiles fastest, as in v17.
+  struct At {
+    int cot, img, g, oh0, ow0, ca, shift;
+  };
+  auto tile_at = [&](int k) {
+    unsigned blk = blockIdx.x + unsigned(k) * gridDim.x;
+    At a;
+    a.cot = static_cast<int>(blk % d.co_tiles);
+    blk /= d.co_tiles;
+    const int twi = static_cast<int>(blk % d.tw_tiles);
+    blk /= d.tw_tiles;
+    const int thi = static_cast<int>(blk % d.th_tiles);
+    blk /= d.th_tiles;
+    a.img = static_cast<int>(blk % d.n);
+    a.g = static_cast<int>(blk / d.n);
+    a.oh0 = thi * G * MS;
+    a.ow0 = twi * NP;
+    const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
+    a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
+    a.shift = c0 - a.ca;
+    return a;
+  };
+
+  if (warp < 4) {
+    // Producer.
+    const int copies = d.hr * d.rpv;
+    const uint32_t raw_s = smem_addr(smem + d.raw_word);
+    int ik = 0, ic = 0, ih0 = 0, ca = 0;  // the next chunk to issue: tile, chunk; the tile's halo origin
+    const T* x_tile = x;
+    // Chunk (ik, ic)'s raw halo into stage st: a thread a 16-byte copy position, every channel of the chunk
+    // (zero-filled outside the image and past the group's channels).
+    auto issue = [&](int st) {
+      if (ik < own) {
+        if (ic == 0) {
+          const At a = tile_at(ik);
+          ih0 = a.oh0 + d.ph - (d.kh - 1) * d.dh;
+          ca = a.ca;
+          x_tile = x + (int64_t(a.img) * d.cin + int64_t(a.g) * d.cin_g) * d.hw_in;
+        }
+        const int nch = d.cin_g - ic * CH;
+        const T* x_chunk = x_tile + int64_t(ic) * CH * d.hw_in;
+        const uint32_t cstride = static_cast<uint32_t>(d.cpr * sizeof(T));
+        for (int j = tid; j < copies; j += 128) {
+          const int row = j / d.rpv, col = j - row * d.rpv;
+          const int ih = ih0 + row, iw = ca + col * V;
+          const bool in = ih >= 0 && ih < d.hin && iw >= 0 && iw < d.win;
+          // Outside the image: every copy zero-filled from a valid address that is not read.
+          const T* src = in ? x_chunk + ih * d.win + iw : x;
+          const int64_t step = in ? d.hw_in : 0;
+          const int bytes = in ? 16 : 0;
+          uint32_t dst = raw_s + 4u * st * d.raw_words + 16u * j;
+          if (nch >= CH) {
+#pragma unroll
+            for (int ch = 0; ch < CH; ++ch, dst += cstride, src += step) cp_async16_n(dst, src, bytes);
+          } else {
+            for (int ch = 0; ch < CH; ++ch, dst += cstride) {
+              cp_async16_n(dst, src, ch < nch ? bytes : 0);
+              if (ch + 1 < nch) src += step;
+            }
+          }
+        }
+        if (++ic == d.chunks) {
+          ic = 0;
+          ++ik;
+        }
+      }
+      cp_async_commit();
+    };
+    int ist = 0;
+    for (int s = 0; s + 1 < d.stages; ++s) {
+      issue(ist);
+      ist = ist + 1 == d.stages ? 0 : ist + 1;
+    }
+    int tk = 0, tc = 0, st = 0, b = 0, wrap = 0;
+    const uint32_t* w_tile = nullptr;
+    for (int i = 0; i < own * d.chunks; ++i) {
+      cp_wait_upto<3>(d.stages - 2);  // this thread's copies of chunk i landed
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      issue(ist);
+      ist = ist + 1 == d.stages ? 0 : ist + 1;
+      if (tc == 0) {
+        const At a = tile_at(tk);
+        w_tile = wp + (int64_t(a.g) * d.co_tiles + a.cot) * d.chunks * int64_t(d.w_words);
+      }
+      mbar_wait(&empty[b], (wrap & 1) ^ 1);  // the consumers retired chunk i - nb (a fresh barrier passes parity 1)
+      if (tid == 0) {
+        mbar_expect_tx(&full[b], d.w_words * 4);
+        bulk_copy(w_s + 4u * b * d.w_words, w_tile + int64_t(tc) * d.w_words, d.w_words * 4, &full[b]);
+      }
+      // Half types: ldmatrix.trans reads 8 channels x 8 pixels four times (a lane the row of its matrix lane / 8,
+      // channel lane % 8), stmatrix writes them back as 8 pixels x 8 channels; a warp 32 pixels a step. fp32: a
+      // thread a pixel, four channels gathered into 16 bytes, TF32-rounded.
+      const uint32_t src = raw_s + 4u * st * d.raw_words, dst = t_s + 4u * b * (8 * d.plane);
+      if constexpr (Chunk<T>::kHalf) {
+        const int mi = lane >> 3, r = lane & 7;
+#pragma unroll
+        for (int grp = 0; grp < 2; ++grp) {
+          uint32_t s = src + 2u * static_cast<uint32_t>((8 * grp + r) * d.cpr + 8 * mi + 32 * warp);
+          uint32_t t = dst + 16u * static_cast<uint32_t>(grp * d.plane + 8 * mi + r + 32 * warp);
+          // Two steps in flight: each ldmatrix's latency under the other's.
+          int q = 32 * warp;
+          for (; q + 128 < d.plane; q += 256, s += 512, t += 4096) {
+            uint32_t v[4], u[4];
+            ldsm_x4_trans(v, s);
+            ldsm_x4_trans(u, s + 256);
+            stsm_x4(t, v);
+            stsm_x4(t + 2048, u);
+          }
+          if (q < d.plane) {
+            uint32_t v[4];
+            ldsm_x4_trans(v, s);
+            stsm_x4(t, v);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int grp = 0; grp < 2; ++grp) {
+          uint32_t s = src + 4u * static_cast<uint32_t>(4 * grp * d.cpr + tid);
+          uint32_t t = dst + 16u * static_cast<uint32_t>(grp * d.plane + tid);
+          const uint32_t cs = 4u * d.cpr;
+          int q = tid;
+          for (; q + 128 < d.plane; q += 256, s += 1024, t += 4096) {  // two pixels in flight
+            uint32_t v[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) v[e] = lds32(s + (e & 3) * cs + (e >> 2) * 512);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) v[e] = tf32_round(__uint_as_float(v[e]));
+            sts128(t, v[0], v[1], v[2], v[3]);
+            sts128(t + 2048, v[4], v[5], v[6], v[7]);
+          }
+          if (q < d.plane) {
+            uint32_t v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = tf32_round(__uint_as_float(lds32(s + e * cs)));
+            sts128(t, v[0], v[1], v[2], v[3]);
+          }
+        }
+      }
+      fence_proxy_async();  // this thread's st.shared, read next by wgmma
+      mbar_arrive(&full[b]);
+      st = st + 1 == d.stages ? 0 : st + 1;
+      if (++b == d.nb) {
+        b = 0;
+        ++wrap;
+      }
+      if (++tc == d.chunks) {
+        tc = 0;
+        ++tk;
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+
+  // Consumers: warpgroup 1 + wgi holds rows wgi * MS.. of a tile.
+  const int wgi = (warp >> 2) - 1, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+  const int kk = d.kh * d.kw;
+  const uint32_t group_bytes = 16u * d.plane;
+  const uint32_t tap00 = static_cast<uint32_t>((d.kh - 1) * d.dh * d.rp + (d.kw - 1) * d.dw);
+  const uint32_t row_back = static_cast<uint32_t>(d.dh * d.rp - (d.kw - 1) * d.dw);  // tap (kh, KW-1) to (kh+1, 0)
+  float acc[MS][NP / 2];
+  int b = 0, wrap = 0;
+  for (int k = 0; k < own; ++k) {
+    const At a = tile_at(k);
+    const uint32_t base_off = static_cast<uint32_t>(wgi * MS * d.rp + a.shift);
+    int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
+    for (int kc = 0; kc < d.chunks; ++kc) {
+      mbar_wait(&full[b], wrap & 1);
+      const uint64_t adesc = halo_desc(w_s + 4u * b * d.w_words, 1024);
+      const uint64_t bdesc = halo_desc(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
+      uint32_t toff = tap00;
+      int kwi = 0;
+      wgmma_fence();
+      for (int t = 0; t < kk; ++t) {
+        const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
+#pragma unroll
+        for (int j = 0; j < MS; ++j) {
+          wg::Wgmma<Op, NP>::run(acc[j], adesc + uint32_t(t * (4 * kTapWords / 16)), bdesc + toff + j * d.rp, scale);
+        }
+        if (++kwi == d.kw) {
+          kwi = 0;
+          toff -= row_back;
+        } else {
+          toff -= d.dw;
+        }
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the chunk before retired
+      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      prev = b;
+      if (++b == d.nb) {
+        b = 0;
+        ++wrap;
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
+    if (lane == 0) mbar_arrive(&empty[prev]);
+    // Register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e), as in v17.
+#pragma unroll
+    for (int j = 0; j < MS; ++j) {
+      const int oh = a.oh0 + wgi * MS + j;
+      if (oh >= d.hout) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int co = a.cot * kBM + 16 * wq + gq + 8 * h;
+        if (co >= d.cout_g) continue;
+        const int64_t oc = int64_t(a.g) * d.cout_g + co;
+        const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
+        T* yr = y + ((int64_t(a.img) * d.cout + oc) * d.hout + oh) * d.wout;
+#pragma unroll
+        for (int c = 0; c < NP / 8; ++c) {
+          const int ow = a.ow0 + 8 * c + 2 * tq;
+          const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
+          if (pair && ow + 1 < d.wout) {
+            store2(yr + ow, p0, p1);
+          } else {
+            if (ow < d.wout) yr[ow] = static_cast<T>(p0);
+            if (ow + 1 < d.wout) yr[ow + 1] = static_cast<T>(p1);
+          }
+        }
+      }
+    }
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
 // Two rows a warpgroup, two warpgroups a block, 128 columns.
@@ -365,7 +640,7 @@ DwgTile pick(DwgTile t) {
 }
 
 // Blocks an SM the tile is built for (its registers): 64-column two-row tiles fit two.
-int blocks_per_sm(DwgTile t) { return t.cols == 64 && t.rows <= 2 && t.groups == 2 ? 2 : 1; }
+int blocks_per_sm(DwgTile t) { return !t.ws && t.cols == 64 && t.rows <= 2 && t.groups == 2 ? 2 : 1; }
 
 DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   const int V = 16 / elem;
@@ -394,17 +669,34 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.raw_words = 8 * d.cpr;  // 32 bytes of channels a pixel: 16 half or 8 fp32
   d.w_words = d.kh * d.kw * kTapWords;
   const int table = round_up(d.hr * d.rpv, 4);
-  // Per block: two mbarriers (32 bytes), two pixel-major buffers, two weight buffers, the raw stages, the table.
-  const int fixed = 8 + 2 * 8 * d.plane + 2 * d.w_words + table;
   const int b = blocks_per_sm(t);  // each block an SM also holds 1 KB the hardware reserves
   const int budget = (b == 1 ? smem_limit : (smem_limit + 1024) / b - 1024) / 4;  // words
-  d.stages = 4;
-  while (d.stages > 2 && fixed + d.stages * d.raw_words > budget) --d.stages;
-  d.t_word = 8;
-  d.w_word = d.t_word + 2 * 8 * d.plane;
-  d.raw_word = d.w_word + 2 * d.w_words;
+  // Per block: the mbarriers (v17: two, 32 bytes; v18: two rings of up to four, 64 bytes), nb pixel-major buffers,
+  // nb weight buffers, the raw stages, the table (v17). v18 takes the deepest of raw ring and buffers that fits.
+  d.t_word = t.ws ? 16 : 8;
+  auto size = [&](int nb, int stages) {
+    return d.t_word + nb * (8 * d.plane + d.w_words) + stages * d.raw_words + (t.ws ? 0 : table);
+  };
+  if (t.ws) {
+    constexpr int kDepths[][2] = {{3, 4}, {3, 3}, {2, 3}, {3, 2}, {2, 2}};
+    d.nb = 2;
+    d.stages = 2;
+    for (const auto& nd : kDepths) {
+      if (size(nd[0], nd[1]) <= budget) {
+        d.nb = nd[0];
+        d.stages = nd[1];
+        break;
+      }
+    }
+  } else {
+    d.nb = 2;
+    d.stages = 4;
+    while (d.stages > 2 && size(2, d.stages) > budget) --d.stages;
+  }
+  d.w_word = d.t_word + d.nb * 8 * d.plane;
+  d.raw_word = d.w_word + d.nb * d.w_words;
   d.table_word = d.raw_word + d.stages * d.raw_words;
-  d.smem_bytes = (d.table_word + table) * 4;
+  d.smem_bytes = size(d.nb, d.stages) * 4;
   d.units = elem == 2 ? 2 * d.plane / 32 : 2 * d.plane;  // half types: a unit a warp; fp32: a unit a thread
   d.chunks = (d.cin_g + (elem == 2 ? 16 : 8) - 1) / (elem == 2 ? 16 : 8);
   d.co_tiles = (d.cout_g + kBM - 1) / kBM;
@@ -414,18 +706,26 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   return d;
 }
 
+template <typename T>
+at::Tensor pack_weights(const ConvTParams& p, const DwgGeom& d, const at::Tensor& x, const at::Tensor& w,
+                        bool kmajor, cudaStream_t stream) {
+  const int64_t words = p.groups * int64_t(d.co_tiles) * d.chunks * d.w_words;
+  at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
+  const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 4096));
+  dwg_pack_kernel<T><<<pack_blocks, 256, 0, stream>>>(
+      d, w.const_data_ptr<T>(), reinterpret_cast<uint32_t*>(packed.mutable_data_ptr<int>()), words, kmajor);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return packed;
+}
+
 template <typename T, int MS, int G, int NP, int MINB>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP}, max_smem_optin(x.get_device()));
   const int64_t blocks = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (blocks == 0) return;
-  const int64_t words = p.groups * int64_t(d.co_tiles) * d.chunks * d.w_words;
-  at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
-  uint32_t* wp = reinterpret_cast<uint32_t*>(packed.mutable_data_ptr<int>());
-  const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 4096));
-  dwg_pack_kernel<T><<<pack_blocks, 256, 0, stream>>>(d, w.const_data_ptr<T>(), wp, words);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const at::Tensor packed = pack_weights<T>(p, d, x, w, false, stream);
+  const uint32_t* wp = reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>());
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   auto kernel = convt_dwg_kernel<T, MS, G, NP, MINB>;
@@ -435,9 +735,42 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// v18: one block an SM, each walking tiles gridDim.x apart.
+template <typename T, int MS, int G, int NP>
+void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+               cudaStream_t stream) {
+  const int dev = x.get_device();
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true}, max_smem_optin(dev));
+  const int64_t tiles = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
+  if (tiles == 0) return;
+  const at::Tensor packed = pack_weights<T>(p, d, x, w, true, stream);
+  T* y = out.mutable_data_ptr<T>();
+  const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  auto kernel = convt_dws_kernel<T, MS, G, NP>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
+  kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
+      d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
+      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
+  if (t.ws) {
+    if (t.rows == 4) {
+      launch_ws<T, 4, 2, 64>(p, x, w, b, out, stream);
+    } else if (t.rows == 1) {
+      launch_ws<T, 1, 3, 128>(p, x, w, b, out, stream);
+    } else if (t.groups == 3) {
+      launch_ws<T, 2, 3, 64>(p, x, w, b, out, stream);
+    } else {
+      launch_ws<T, 2, 2, 128>(p, x, w, b, out, stream);
+    }
+    return;
+  }
   if (t.groups == 3) {
     launch_typed<T, 2, 3, 128, 1>(p, x, w, b, out, stream);
   } else if (t.groups == 4 && t.rows == 1) {
@@ -456,6 +789,10 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 bool tile_known(DwgTile t) {
+  if (t.ws) {
+    return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
+           (t.rows == 2 && t.groups == 3 && t.cols == 64) || (t.rows == 1 && t.groups == 3 && t.cols == 128);
+  }
   if (t.groups == 3) return t.rows == 2 && t.cols == 128;
   if (t.groups == 4) return (t.rows == 1 && t.cols == 128) || (t.rows == 2 && t.cols == 64);
   if (t.groups != 2) return false;
