@@ -152,6 +152,32 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, int byt
 __device__ __forceinline__ void cp_async16_n(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
+// Two adjacent outputs as the words one store writes: a half2 / bfloat162, or two fp32; the asm keeps every pair of a
+// row converted (in its own registers) before the row's first store.
+template <typename T>
+__device__ __forceinline__ void pack_pair(uint32_t (&w)[sizeof(T) == 2 ? 1 : 2], float v0, float v1) {
+  if constexpr (std::is_same_v<T, float>) {
+    w[0] = __float_as_uint(v0);
+    w[1] = __float_as_uint(v1);
+    asm volatile("" : "+r"(w[0]), "+r"(w[1]));
+  } else if constexpr (std::is_same_v<T, at::Half>) {
+    const __half2 h = __floats2half2_rn(v0, v1);
+    w[0] = reinterpret_cast<const uint32_t&>(h);
+    asm volatile("" : "+r"(w[0]));
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+    w[0] = reinterpret_cast<const uint32_t&>(h);
+    asm volatile("" : "+r"(w[0]));
+  }
+}
+template <typename T>
+__device__ __forceinline__ void store_pair(T* y, const uint32_t (&w)[sizeof(T) == 2 ? 1 : 2]) {
+  if constexpr (sizeof(T) == 2) {
+    asm volatile("st.global.b32 [%0], %1;\n" ::"l"(y), "r"(w[0]) : "memory");
+  } else {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(y), "r"(w[0]), "r"(w[1]) : "memory");
+  }
+}
 template <int N>
 __device__ __forceinline__ void cp_wait_upto(int pending) {
   if constexpr (N > 0) {
@@ -600,7 +626,9 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
     if (lane == 0) mbar_arrive(&empty[prev]);
-    // Register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e), as in v17.
+    // Register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e), as in v17. A row's pairs are
+    // all converted before any is stored: stores that each reuse one register wait for the store before to read it
+    // (ncu of the first v18: a third of the warps' samples on that chain).
 #pragma unroll
     for (int j = 0; j < MS; ++j) {
       const int oh = a.oh0 + wgi * MS + j;
@@ -611,16 +639,24 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
         if (co >= d.cout_g) continue;
         const int64_t oc = int64_t(a.g) * d.cout_g + co;
         const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-        T* yr = y + ((int64_t(a.img) * d.cout + oc) * d.hout + oh) * d.wout;
+        T* yr = y + ((int64_t(a.img) * d.cout + oc) * d.hout + oh) * d.wout + a.ow0 + 2 * tq;
+        if (pair && a.ow0 + NP <= d.wout) {
+          uint32_t pk[NP / 8][sizeof(T) == 2 ? 1 : 2];
 #pragma unroll
-        for (int c = 0; c < NP / 8; ++c) {
-          const int ow = a.ow0 + 8 * c + 2 * tq;
-          const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
-          if (pair && ow + 1 < d.wout) {
-            store2(yr + ow, p0, p1);
-          } else {
-            if (ow < d.wout) yr[ow] = static_cast<T>(p0);
-            if (ow + 1 < d.wout) yr[ow + 1] = static_cast<T>(p1);
+          for (int c = 0; c < NP / 8; ++c) pack_pair<T>(pk[c], acc[j][4 * c + 2 * h] + bv, acc[j][4 * c + 2 * h + 1] + bv);
+#pragma unroll
+          for (int c = 0; c < NP / 8; ++c) store_pair<T>(yr + 8 * c, pk[c]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < NP / 8; ++c) {
+            const int ow = a.ow0 + 8 * c + 2 * tq;
+            const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
+            if (pair && ow + 1 < d.wout) {
+              store2(yr + 8 * c, p0, p1);
+            } else {
+              if (ow < d.wout) yr[8 * c] = static_cast<T>(p0);
+              if (ow + 1 < d.wout) yr[8 * c + 1] = static_cast<T>(p1);
+            }
           }
         }
       }
