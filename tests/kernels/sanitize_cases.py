@@ -52,6 +52,11 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dwg", True),
     (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dwg24", True),
     (1, 32, 128, (3, 3), (21, 72), 1, 1, 0, 1, 2, torch.bfloat16, "dwg23", True),
+    # its warp-specialized form (v18): more tiles than SMs (blocks walk several, the producer runs into the next),
+    # TF32 with dilation and two channel tiles; fp16 with a chunk tail; bf16 with groups
+    (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dws4", True),
+    (3, 40, 32, (3, 5), (70, 300), 1, (1, 2), 0, 1, 1, torch.float16, "dws", True),
+    (2, 32, 128, (3, 3), (50, 140), 1, 1, 0, 1, 2, torch.bfloat16, "dws23", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

@@ -436,6 +436,24 @@ def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
     check_cuda(case, precision, seed * 73303 + i, out_offset=rng.choice([0, 1]))
 
 
+@pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
+@pytest.mark.parametrize("algo", ["dws", "dws4", "dws23", "dws13"])
+def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
+    """The warp-specialized tiles on problems of more tiles than SMs, so that each block walks several and its
+    producer stages the next tile's chunks while the consumers finish one: output channels past one tile with a
+    tail, a chunk tail, dilation, padding, bias, outputs off alignment."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 7919 + DWG_ALGOS.index(algo))
+    case = Case(3, 40, 70, (3, 5), (rng.randint(60, 80), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2), 1,
+                True, False)
+    assert path_taken(case, TORCH_DTYPE[precision]) == "dwg", f"not on the dwg path: {case}"
+    check_cuda(case, precision, seed * 7919 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
@@ -466,8 +484,9 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
-@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws", "dws4", "dws23", "dws13", "tc32",
-                                  "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
+@pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
+                                  "dws4", "dws23", "dws13", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+                                  "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""
@@ -484,7 +503,7 @@ def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
             # every problem's width is TMA-aligned; the halo kernel takes 32 channels a group or more
             want = "wgh" if algo.startswith("wgh") and cin // g >= 32 else "wg"
             assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
-        if (algo.startswith("dwg") and precision == "float32-tf32" and s == (1, 1)
+        if (algo.startswith("dw") and precision == "float32-tf32" and s == (1, 1)
                 and torch.cuda.get_device_capability() == (9, 0)):
             assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == "dwg", f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")

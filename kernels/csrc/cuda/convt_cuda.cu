@@ -374,15 +374,18 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // against 2.44); 128 in strict fp32
   // only (kb69 10.0 against 11.1), as wgmma's rate wins in TF32 and half types (kb69 TF32 4.0 against 2.56, fp16 2.34
   // against 1.76).
-  // 33-64 output channels a group, TF32 and half types: the wgmma dense kernel (v17), three warpgroups of 2 rows x
-  // 128 columns; four of 2 x 64 for half types past 9 taps or where three do not fit. Measured on an H200 beside
-  // cuDNN (docs/benchmarks/variants-v17-dwg.txt): kb57 TF32 3.64 ms against the halo kernel's 4.78, fp16 2.45
-  // against the dense kernel's 3.23; kb65 TF32 1.60 against 2.30, fp16 (dwg24) 1.15 against 1.37. At 32 channels
-  // (kb71, kb78) and 128 (kb69) it loses to the dense kernel and to wgmma's phase path.
-  if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 32 && p.Cout_g <= 64 && p.Hout * p.Wout >= 1024 &&
-      (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32))) {
+  // 17 or more output channels a group in half types, 17-64 in TF32: the wgmma dense kernel, warp-specialized and
+  // persistent (v18). Measured on an H200 beside cuDNN (docs/benchmarks/variants-v18-dws.txt, ms; against the paths
+  // taken before): fp16 kb57 1.80 (dws4) against 2.47, kb65 0.80 (dws4) against 1.15, kb69 1.38 (dws23) against
+  // 1.81 (wg), kb71 0.43 (dws) against 0.61 (dense), kb78 0.58 (dws) against 0.75; TF32 kb57 3.19 (dws4) against
+  // 3.64, kb65 1.51 against 1.68, kb71 0.76 against 0.82 (dense), kb78 1.11 (dws) against 1.23. At 128 output
+  // channels in TF32 (kb69) it ties wgmma's phase path (2.55 against 2.49), which stays.
+  if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
+      (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && p.Cout_g <= 64))) {
     const bool half = dtype != at::kFloat;
-    for (const DwgTile t : {half && p.KH * p.KW > 9 ? DwgTile{2, 4} : DwgTile{2, 3}, DwgTile{2, 4}}) {
+    const DwgTile rows4{4, 2, 64, true}, rows2{2, 2, 128, true}, groups3{2, 3, 64, true};
+    const DwgTile first = half && p.Cout_g <= 32 ? rows2 : half && p.Cout_g > 64 ? groups3 : rows4;
+    for (const DwgTile t : {first, rows4, groups3, DwgTile{1, 3, 128, true}, DwgTile{2, 4}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};
         a.dwg = t;
