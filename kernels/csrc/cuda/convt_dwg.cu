@@ -148,10 +148,6 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, int byt
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
-// cp.async of `bytes` (16, or 0: zero-filled, src not read) to a shared-window address.
-__device__ __forceinline__ void cp_async16_n(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
 // Two adjacent outputs as the words one store writes: a half2 / bfloat162, or two fp32; the asm keeps every pair of a
 // row converted (in its own registers) before the row's first store.
 template <typename T>

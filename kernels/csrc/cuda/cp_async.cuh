@@ -3,10 +3,13 @@
 // the compiler from moving shared-memory accesses across them. Included into each .cu's anonymous namespace.
 #pragma once
 
+// To a shared-window address: `bytes` of src (16, or 0: zero-filled, src not read).
+__device__ __forceinline__ void cp_async16_n(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
 // All or nothing: zero-filled where !valid (src is then not read).
 __device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+  cp_async16_n(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), src, valid ? 16 : 0);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most N of this thread's committed groups are still in flight.
