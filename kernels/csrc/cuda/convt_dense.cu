@@ -26,10 +26,7 @@ namespace {
 #include "mma_sync.cuh"
 #include "store_pair.cuh"
 
-struct DenseGeom {
-  int n, hin, win, hout, wout;
-  int kh, kw, ph, pw, dh, dw;
-  int cin, cout, cin_g, cout_g;
+struct DenseGeom : StrideOneDims {
   int hr, rp, rpv;      // halo rows, its row pitch in pixels (a whole number of copies), copies a row
   int cp;               // channel pitch of the halo the mma loads read, in words: 8 past a multiple of 32
   int cpr;              // channel pitch of the staged halo, in elements (fp32: cp; half types: hr * rp)
@@ -40,7 +37,6 @@ struct DenseGeom {
   int table_word;       // where the copy table starts (after the stages and, for half types, the interleaved halo)
   int smem_bytes;       // the stages, the interleaved halo and the copy table
   int chunks, co_tiles, th_tiles, tw_tiles;
-  int64_t hw_in;
 };
 
 template <typename T>
@@ -295,21 +291,7 @@ DenseTile pick(const ConvTParams& p, DenseTile t) {
 DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int smem_limit) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8, TW = 16 / t.mt * 8, WA = strict ? 8 : 4;
   DenseGeom d{};
-  d.n = static_cast<int>(p.N);
-  d.hin = static_cast<int>(p.Hin);
-  d.win = static_cast<int>(p.Win);
-  d.hout = static_cast<int>(p.Hout);
-  d.wout = static_cast<int>(p.Wout);
-  d.kh = static_cast<int>(p.KH);
-  d.kw = static_cast<int>(p.KW);
-  d.ph = static_cast<int>(p.ph);
-  d.pw = static_cast<int>(p.pw);
-  d.dh = static_cast<int>(p.dh);
-  d.dw = static_cast<int>(p.dw);
-  d.cin = static_cast<int>(p.Cin);
-  d.cout = static_cast<int>(p.Cout);
-  d.cin_g = static_cast<int>(p.Cin_g);
-  d.cout_g = static_cast<int>(p.Cout_g);
+  static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
   d.hr = t.warps + (d.kh - 1) * d.dh;
   d.rp = round_up(V - 1 + TW + (d.kw - 1) * d.dw, V);
   d.rpv = d.rp / V;
@@ -327,7 +309,6 @@ DenseGeom geometry(const ConvTParams& p, int elem, bool strict, DenseTile t, int
   d.co_tiles = (d.cout_g + t.mt * 16 - 1) / (t.mt * 16);
   d.th_tiles = (d.hout + t.warps - 1) / t.warps;
   d.tw_tiles = (d.wout + TW - 1) / TW;
-  d.hw_in = p.Hin * p.Win;
   return d;
 }
 
@@ -371,6 +352,27 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 }  // namespace
+
+StrideOneDims StrideOneDims::of(const ConvTParams& p) {
+  StrideOneDims d{};
+  d.n = static_cast<int>(p.N);
+  d.hin = static_cast<int>(p.Hin);
+  d.win = static_cast<int>(p.Win);
+  d.hout = static_cast<int>(p.Hout);
+  d.wout = static_cast<int>(p.Wout);
+  d.kh = static_cast<int>(p.KH);
+  d.kw = static_cast<int>(p.KW);
+  d.ph = static_cast<int>(p.ph);
+  d.pw = static_cast<int>(p.pw);
+  d.dh = static_cast<int>(p.dh);
+  d.dw = static_cast<int>(p.dw);
+  d.cin = static_cast<int>(p.Cin);
+  d.cout = static_cast<int>(p.Cout);
+  d.cin_g = static_cast<int>(p.Cin_g);
+  d.cout_g = static_cast<int>(p.Cout_g);
+  d.hw_in = p.Hin * p.Win;
+  return d;
+}
 
 int max_smem_optin(int device) {
   int v = 0;

@@ -20,6 +20,16 @@ struct DenseTile {
   int warps = 0;
 };
 
+// The problem's sizes as the stride-1 kernels (dense, dwg) read them in device code, each geometry's base: ints, as
+// their supports() bound them.
+struct StrideOneDims {
+  int n, hin, win, hout, wout;
+  int kh, kw, ph, pw, dh, dw;
+  int cin, cout, cin_g, cout_g;
+  int64_t hw_in;
+  static StrideOneDims of(const ConvTParams& p);
+};
+
 // fp32 (TF32 where tf32, else 3xTF32), fp16, bf16; stride 1; input rows in whole 16-byte copies (width a
 // multiple of 16 bytes, a 16-byte-aligned input); a halo and a chunk's weights that fit shared memory.
 // The device's opt-in shared memory a block, in bytes (the dense kernels' stages are sized to it).

@@ -44,10 +44,7 @@ namespace {
 constexpr int kBM = 64;         // output channels a block: wgmma's M
 constexpr int kTapWords = 512;  // a tap's packed weights: 128 threads x 4 words
 
-struct DwgGeom {
-  int n, hin, win, hout, wout;
-  int kh, kw, ph, pw, dh, dw;
-  int cin, cout, cin_g, cout_g;
+struct DwgGeom : StrideOneDims {
   int hr, rp, rpv;   // halo rows, row pitch in pixels (whole 16-byte copies), copies a row
   int plane;         // hr * rp rounded up to 32: pixels a pixel-major channel group (its pitch)
   int cpr;           // a raw channel's pitch in elements: plane, + 8 for half types (rows of ldmatrix in 8 banks)
@@ -59,7 +56,6 @@ struct DwgGeom {
   int smem_bytes;
   int units;         // transpose units a chunk: half types 32 pixels x 8 channels a warp, fp32 a pixel a thread
   int chunks, co_tiles, th_tiles, tw_tiles;
-  int64_t hw_in;
 };
 
 template <typename T>
@@ -677,21 +673,7 @@ int blocks_per_sm(DwgTile t) { return !t.ws && t.cols == 64 && t.rows <= 2 && t.
 DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   const int V = 16 / elem;
   DwgGeom d{};
-  d.n = static_cast<int>(p.N);
-  d.hin = static_cast<int>(p.Hin);
-  d.win = static_cast<int>(p.Win);
-  d.hout = static_cast<int>(p.Hout);
-  d.wout = static_cast<int>(p.Wout);
-  d.kh = static_cast<int>(p.KH);
-  d.kw = static_cast<int>(p.KW);
-  d.ph = static_cast<int>(p.ph);
-  d.pw = static_cast<int>(p.pw);
-  d.dh = static_cast<int>(p.dh);
-  d.dw = static_cast<int>(p.dw);
-  d.cin = static_cast<int>(p.Cin);
-  d.cout = static_cast<int>(p.Cout);
-  d.cin_g = static_cast<int>(p.Cin_g);
-  d.cout_g = static_cast<int>(p.Cout_g);
+  static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
   const int rows = t.rows * t.groups;
   d.hr = rows + (d.kh - 1) * d.dh;
   d.rp = round_up(V - 1 + t.cols + (d.kw - 1) * d.dw, V);
@@ -734,7 +716,6 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.co_tiles = (d.cout_g + kBM - 1) / kBM;
   d.th_tiles = (d.hout + rows - 1) / rows;
   d.tw_tiles = (d.wout + t.cols - 1) / t.cols;
-  d.hw_in = p.Hin * p.Win;
   return d;
 }
 
