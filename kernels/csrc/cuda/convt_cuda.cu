@@ -385,7 +385,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     const bool half = dtype != at::kFloat;
     const DwgTile rows4{4, 2, 64, true}, rows2{2, 2, 128, true}, groups3{2, 3, 64, true};
     const DwgTile first = half && p.Cout_g <= 32 ? rows2 : half && p.Cout_g > 64 ? groups3 : rows4;
-    for (const DwgTile t : {first, rows4, groups3, DwgTile{1, 3, 128, true}, DwgTile{2, 4}}) {
+    for (const DwgTile t : {first, rows4, groups3, DwgTile{1, 3, 128, true}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};
         a.dwg = t;
