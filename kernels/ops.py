@@ -16,6 +16,9 @@ IntPair = Union[int, Sequence[int]]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
+# The overload itself: calling the packet (torch.ops.convt.conv_transpose2d) resolves it on every call.
+_OP = torch.ops.convt.conv_transpose2d.default
+
 
 def conv_transpose2d(
     input: torch.Tensor,
@@ -33,8 +36,17 @@ def conv_transpose2d(
     (C_in, C_out / groups, kH, kW). Arguments are parsed by the op's schema, which
     mirrors aten's, so ints and pairs are accepted exactly where torch accepts them.
     """
-    _check_arg_types(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation, groups=groups)
-    return torch.ops.convt.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    # The common call (plain ints and int tuples) skips the per-argument walk: a batch-1 decoder layer's whole
+    # GPU time is a few microseconds, so each microsecond of host time here is a visible share of it.
+    if not (type(groups) is int and _plain(stride) and _plain(padding) and _plain(output_padding) and _plain(dilation)):
+        _check_arg_types(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+                         groups=groups)
+    return _OP(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _plain(v) -> bool:
+    t = type(v)
+    return t is int or (t is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int)
 
 
 def _is_int(v) -> bool:

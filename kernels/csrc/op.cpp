@@ -82,6 +82,17 @@ at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& 
                                      const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                      c10::IntArrayRef padding, c10::IntArrayRef output_padding, int64_t groups,
                                      c10::IntArrayRef dilation) {
+  // Nothing to differentiate (inference, or grad mode on with no operand requiring grad): straight to the backend.
+  // Function::apply would still build a graph node, its saved-data map and the outputs' metadata, several
+  // microseconds a call that a batch-1 layer's few microseconds of GPU time would carry in full.
+  // A forward-mode (dual) operand still goes through apply, which refuses it (no jvp) rather than drop its tangent.
+  const bool has_bias = bias.has_value() && bias->defined();
+  const bool bias_grad = has_bias && bias->requires_grad();
+  const bool dual = input._fw_grad(0).defined() || weight._fw_grad(0).defined() || (has_bias && bias->_fw_grad(0).defined());
+  if (!dual && (!at::GradMode::is_enabled() || !(input.requires_grad() || weight.requires_grad() || bias_grad))) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return redispatch(input, weight, bias, stride, padding, output_padding, groups, dilation);
+  }
   return ConvTranspose2dFn::apply(input, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 

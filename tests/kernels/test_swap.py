@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import kernels
@@ -138,6 +139,32 @@ def test_backward_gradcheck(unbatched, bias, grads):
     assert (x.grad is not None) == grads[0] and (w.grad is not None) == grads[1]
     if bias:
         assert (b.grad is not None) == grads[2]
+
+
+def test_no_graph_where_nothing_needs_grad():
+    # the autograd kernel's shortcut: no node where nothing requires grad or grad mode is off, a node otherwise
+    torch.manual_seed(4)
+    x, w, b = torch.randn(2, 4, 4, 5), torch.randn(4, 3, 3, 2), torch.randn(6)
+    fn = lambda x, w, b: kernels.conv_transpose2d(x, w, b, 2, 1, 1, 2)  # noqa: E731
+    ref = F.conv_transpose2d(x, w, b, 2, 1, 1, 2)
+    out = fn(x, w, b)
+    assert out.grad_fn is None and not out.requires_grad
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        assert fn(x, w.requires_grad_(), b).grad_fn is None
+    out = fn(x, w, b.requires_grad_())
+    assert out.requires_grad and out.grad_fn is not None
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_ad_is_refused_not_dropped():
+    # no jvp: a dual operand must raise, not come back as a plain output with its tangent lost
+    import torch.autograd.forward_ad as fwAD
+
+    x, w = torch.randn(1, 4, 3, 3), torch.randn(4, 2, 3, 3)
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError):
+            kernels.conv_transpose2d(fwAD.make_dual(x, torch.randn_like(x)), w)
 
 
 def test_compile_fullgraph_runs_our_op():

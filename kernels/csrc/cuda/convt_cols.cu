@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "convt_cols.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -379,7 +380,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   // A column pair is two adjacent outputs of one row where the kernel width is even; one store needs the pair aligned.
   const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   auto kernel = convt_cols_kernel<T, KB, WM, kStrict>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::kSmemBytes));
+  allow_dynamic_smem(kernel, Tl::kSmemBytes);
   kernel<<<static_cast<unsigned>(blocks), kThreads, Tl::kSmemBytes, stream>>>(
       p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

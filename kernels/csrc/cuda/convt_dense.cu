@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "convt_dense.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -329,7 +330,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   const int smem = d.smem_bytes;
   auto kernel = convt_dense_kernel<T, kStrict, MT, NW>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_dynamic_smem(kernel, smem);
   kernel<<<static_cast<unsigned>(blocks), NW * 32, smem, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -32,6 +32,7 @@
 #include "convt_dense.h"
 #include "convt_tc.h"
 #include "wgmma_ops.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -742,7 +743,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   auto kernel = convt_dwg_kernel<T, MS, G, NP, MINB>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
+  allow_dynamic_smem(kernel, d.smem_bytes);
   kernel<<<static_cast<unsigned>(blocks), G * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), wp, b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -762,7 +763,7 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   auto kernel = convt_dws_kernel<T, MS, G, NP>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_bytes));
+  allow_dynamic_smem(kernel, d.smem_bytes);
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));

@@ -30,6 +30,7 @@
 #include "../convt_params.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -440,7 +441,7 @@ void launch(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, cons
   using acc_t = at::opmath_type<scalar_t>;
   const size_t smem = smem_bytes(p, pg, sizeof(acc_t));
   auto kernel = convt_patch_kernel<scalar_t, acc_t, CO_T, NTH>;
-  if (smem > 48 * 1024) C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  allow_dynamic_smem(kernel, static_cast<int>(smem));
   const int warps = phases(p) * pg.rg * pg.ks;
   kernel<<<static_cast<unsigned>(blocks(p, pg)), warps * 32, smem, stream>>>(
       p, pg, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),

@@ -22,6 +22,7 @@
 
 #include "../convt_params.h"
 #include "convt_strip.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -333,7 +334,7 @@ void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, cons
   const bool stream_out = out.numel() * out.element_size() > kStreamBytes;
   auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true> : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
   const int64_t smem = smem_bytes(s);
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  allow_dynamic_smem(kernel, static_cast<int>(smem));
   kernel<<<static_cast<unsigned>(s.blocks), kThreads, static_cast<size_t>(smem), stream>>>(
       p, s, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
       b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());

@@ -10,6 +10,7 @@
 // as 32-bit "k-words": one fp32 (a TF32 operand), or a packed pair of fp16/bf16,
 // so one fragment layout serves m16n8k8 TF32 and m16n8k16 fp16/bf16.
 #include "convt_tc.h"
+#include "smem_attr.h"
 
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
@@ -339,7 +340,7 @@ void launch_tile(const ConvTParams& p, const T* x, const T* w, const T* b, T* y,
   // with no register cap (v2, v3), and hides the barrier of each stage better.
   auto kernel = convt_tc_kernel<T, kSplit, BN>;
   constexpr int kSmem = S::smem_bytes(kSplit);
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  allow_dynamic_smem(kernel, kSmem);
   const uint32_t *wh = st.weights(), *wl = nullptr;
   at::Tensor split_w;  // kept alive until the launch is queued; the caching allocator orders its reuse
   if constexpr (kSplit) {

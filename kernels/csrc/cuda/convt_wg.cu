@@ -27,6 +27,7 @@
 
 #include "tma_map.h"
 #include "wgmma_ops.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -302,7 +303,7 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
   const CUtensorMap wmap = make_map(st.weights(), 2, wdims, wstrides, wbox, row_bytes);
 
   auto kernel = convt_wg_kernel<T, BN, MSUB, NS>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes));
+  allow_dynamic_smem(kernel, S::kSmemBytes);
   kernel<<<static_cast<unsigned>(gg.total), kThreads, S::kSmemBytes, stream>>>(xmap, wmap, p, gg, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

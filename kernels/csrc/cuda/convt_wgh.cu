@@ -23,6 +23,7 @@
 
 #include "tma_map.h"
 #include "wgmma_ops.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -348,7 +349,7 @@ void launch_shape(const ConvTParams& p, const float* x, const float* w, const fl
 
   const int smem = S::smem_bytes(gg.halo_slot, gg.nh);
   auto kernel = convt_wgh_kernel<BN, MSUB, NH, NW>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_dynamic_smem(kernel, smem);
   int device = 0, sms = 0, per_sm = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

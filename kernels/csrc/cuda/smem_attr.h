@@ -1,0 +1,32 @@
+// A kernel's dynamic shared-memory limit, raised once per kernel and device rather than before every launch:
+// cudaFuncSetAttribute is a driver call (a function lookup under a lock) that a batch-1 decoder layer, a few
+// microseconds of GPU time, would otherwise pay on each call.
+#pragma once
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace convt {
+
+inline void allow_dynamic_smem(const void* kernel, int bytes) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> allowed;  // (kernel, device) -> bytes already allowed
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mu);
+  int& have = allowed[{kernel, device}];
+  if (bytes <= have) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  have = bytes;
+}
+
+template <typename Kernel>
+void allow_dynamic_smem(Kernel* kernel, int bytes) {
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+}
+
+}  // namespace convt
