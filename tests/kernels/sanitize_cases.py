@@ -41,6 +41,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (9, 40, 24, (4, 4), (4, 4), 2, 1, 0, 1, 1, torch.float16, "cols", True),
     (1, 20, 12, (4, 4), (16, 12), 2, 1, 1, 1, 1, torch.float32, "cols", False),
     (3, 32, 20, (4, 2), (6, 6), (2, 3), (2, 1), (1, 0), (2, 1), 2, torch.float32, "colsk2", True),
+    # columns kernel, gather with fewer output channels a block than its tile holds: DCGAN 128->64 one a block in
+    # TF32; 4x4 images two a block with a channel tail in bf16
+    (1, 128, 64, (4, 4), (16, 16), 2, 1, 0, 1, 1, torch.float32, "colsc1", True),
+    (5, 72, 24, (4, 4), (4, 4), 2, 1, 0, 1, 1, torch.bfloat16, "colsc2", True),
     # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
     # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),

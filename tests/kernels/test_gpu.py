@@ -228,6 +228,8 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
 
 # The columns kernel takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
 COLS_ALGOS = ["cols", "colsk1", "colsk2"]
+# The gather also takes 1, 2 or 4 output channels a block (fewer than its tile holds leave columns unused).
+COLS_GATHER_ALGOS = [*COLS_ALGOS, "colsc1", "colsc2", "colsc4"]
 
 
 def cols_fits(case: Case, dtype) -> bool:
@@ -286,8 +288,10 @@ def test_cols_gather_cuda(seed, precision, i, monkeypatch):
     """Random problems on small images (1-256 pixels) forced onto the columns kernel's gather: overlapping taps summed
     in shared memory with the divisibility test, strides 1-4, padding past the kernel, output padding, dilation,
     pure-fill rows and columns, both tiles (128 and 256 pixels), several images and output channels a block and the
-    batch or channels ending inside a tile, groups, channel tails, bias, outputs off alignment."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_ALGOS[i % 3])
+    batch or channels ending inside a tile, groups, channel tails, bias, outputs off alignment; its pick (fewer
+    channels a block on small grids), 64 and 128 bytes of k a stage, then 1, 2 and 4 output channels a block forced
+    (or what the tile holds where a count breaks its 16-byte column copies)."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_GATHER_ALGOS[i % 6])
     rng = random.Random(seed * 7057 + i)
     dtype = TORCH_DTYPE[precision]
     vec = 16 // dtype.itemsize

@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -340,7 +341,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // Images past 128 pixels take the 256 x 64 tile (whole images of up to 256 pixels a block in gather).
 int warps_m(const ConvTParams& p) { return p.Hin * p.Win > 128 && !cols_shuffle(p) ? 4 : 2; }
 
-ColsGeom geometry(const ConvTParams& p, int wm) {
+// channels: gather's output channels a block, at most what the column tile holds (0: that many).
+ColsGeom geometry(const ConvTParams& p, int wm, int channels = 0) {
   const int bm = wm * 64, bn = 256 / wm;
   ColsGeom sg;
   sg.hin = static_cast<int>(p.Hin);
@@ -363,17 +365,37 @@ ColsGeom geometry(const ConvTParams& p, int wm) {
   sg.nc = sg.cout_g * sg.kk;
   sg.gather = !cols_shuffle(p);
   sg.m_eff = sg.gather ? bm / sg.hw * sg.hw : bm;
-  sg.n_eff = sg.gather ? bn / sg.kk * sg.kk : bn;
+  sg.n_eff = sg.gather ? (channels > 0 ? std::min(channels, bn / sg.kk) : bn / sg.kk) * sg.kk : bn;
   sg.m_tiles = sg.m_eff > 0 ? (sg.m_total + sg.m_eff - 1) / sg.m_eff : 0;
   sg.n_tiles = sg.n_eff > 0 ? (sg.nc + sg.n_eff - 1) / sg.n_eff : 0;
   return sg;
 }
 
+// Gather's output channels a block. All the column tile holds, but where that leaves most SMs idle
+// (dcgan-128-64-n1: 16 blocks of 4 channels on 132 SMs) halved while the grid stays within one block an SM: the
+// blocks then run fewer of the gather's per-output sums, the part of such a layer that runs on few warps an SM
+// (ncu: 60% of its stall samples), at the price of multiply-adds on columns they drop. GPU time on an H200, 4 -> 1
+// channels a block: dcgan-128-64-n1 TF32 19.4 -> 14.0 us, fp16/bf16 16.6 -> 11.3, strict 25.3 -> 20.0 (cuDNN 14.4,
+// 17.5, 14.4; docs/kernel-notes.md, session 25). A forced count is taken as far as the tile and 16-byte column
+// copies allow.
+int pick_channels(const ConvTParams& p, int wm, int elem_bytes, int forced, int device) {
+  if (cols_shuffle(p)) return 0;
+  const int kk = static_cast<int>(p.KH * p.KW), natural = 256 / wm / kk, vec = 16 / elem_bytes;
+  auto blocks = [&](int c) { const ColsGeom sg = geometry(p, wm, c); return p.groups * sg.m_tiles * sg.n_tiles; };
+  auto ok = [&](int c) { return c >= 1 && c <= natural && c * kk % vec == 0 && blocks(c) < (int64_t(1) << 31); };
+  if (forced != 0) return ok(forced) ? forced : natural;
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int c = natural;
+  while (c > 1 && ok(c / 2) && blocks(c / 2) <= sms) c /= 2;
+  return c;
+}
+
 template <typename T, int KB, int WM, bool kStrict>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, cudaStream_t stream) {
+                  at::Tensor& out, int channels, cudaStream_t stream) {
   using Tl = Tile<T, KB, WM>;
-  const ColsGeom sg = geometry(p, WM);
+  const ColsGeom sg = geometry(p, WM, pick_channels(p, WM, sizeof(T), channels, x.get_device()));
   const int64_t blocks = p.groups * sg.m_tiles * sg.n_tiles;
   if (blocks == 0) return;
   T* y = out.mutable_data_ptr<T>();
@@ -388,24 +410,24 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 
 template <typename T, int WM, bool kStrict>
 void launch_depth(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, int depth, cudaStream_t stream) {
+                  at::Tensor& out, int depth, int channels, cudaStream_t stream) {
   if (depth == 2) {
-    launch_typed<T, 2, WM, kStrict>(p, x, w, b, out, stream);
+    launch_typed<T, 2, WM, kStrict>(p, x, w, b, out, channels, stream);
   } else {
-    launch_typed<T, 1, WM, kStrict>(p, x, w, b, out, stream);
+    launch_typed<T, 1, WM, kStrict>(p, x, w, b, out, channels, stream);
   }
 }
 
 template <typename T, bool kStrict = false>
 void launch_shape(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, int depth, cudaStream_t stream) {
+                  at::Tensor& out, int depth, int channels, cudaStream_t stream) {
   // 128 bytes of k a stage past 128 input channels a group (unet-512-256-n8 fp16 0.178 against 0.187 ms with 64,
   // bf16 0.178 against 0.187; TF32 0.323 against 0.347), but not on the 256-pixel tile, where it spills.
   if (depth == 0) depth = p.Cin_g > 128 && warps_m(p) == 2 ? 2 : 1;
   if (warps_m(p) == 4) {
-    launch_depth<T, 4, kStrict>(p, x, w, b, out, depth, stream);
+    launch_depth<T, 4, kStrict>(p, x, w, b, out, depth, channels, stream);
   } else {
-    launch_depth<T, 2, kStrict>(p, x, w, b, out, depth, stream);
+    launch_depth<T, 2, kStrict>(p, x, w, b, out, depth, channels, stream);
   }
 }
 
@@ -437,18 +459,19 @@ bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& 
 }
 
 void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 bool tf32, int depth, cudaStream_t stream) {
+                 bool tf32, int depth, int channels, cudaStream_t stream) {
   CONVT_CHECK(depth >= 0 && depth <= 2, "convt: the columns kernel stages 1 or 2 x 64 bytes of k, not ", depth);
+  CONVT_CHECK(channels >= 0, "convt: the columns kernel's output channels a block must be positive, not ", channels);
   switch (x.scalar_type()) {
     case at::kFloat:
       if (tf32) {
-        launch_shape<float>(p, x, w, b, out, depth, stream);
+        launch_shape<float>(p, x, w, b, out, depth, channels, stream);
       } else {
-        launch_shape<float, true>(p, x, w, b, out, depth, stream);
+        launch_shape<float, true>(p, x, w, b, out, depth, channels, stream);
       }
       break;
-    case at::kHalf: launch_shape<at::Half>(p, x, w, b, out, depth, stream); break;
-    case at::kBFloat16: launch_shape<at::BFloat16>(p, x, w, b, out, depth, stream); break;
+    case at::kHalf: launch_shape<at::Half>(p, x, w, b, out, depth, channels, stream); break;
+    case at::kBFloat16: launch_shape<at::BFloat16>(p, x, w, b, out, depth, channels, stream); break;
     default: TORCH_CHECK(false, "convt: the columns kernel takes float32, float16 and bfloat16");
   }
 }

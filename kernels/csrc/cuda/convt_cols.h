@@ -21,8 +21,10 @@ namespace convt {
 bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w);
 // Whether the columns path writes each GEMM element as one output (kernel == stride, no padding).
 bool cols_shuffle(const ConvTParams& p);
-// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1).
+// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1). channels: gather's
+// output channels a block (0: the kernel's pick; past what its column tile holds or breaking 16-byte column copies:
+// what the tile holds).
 void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 bool tf32, int depth, cudaStream_t stream);
+                 bool tf32, int depth, int channels, cudaStream_t stream);
 
 }  // namespace convt
