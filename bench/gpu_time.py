@@ -1,0 +1,78 @@
+"""GPU time alone, ours beside cuDNN: each call queued behind a `torch.cuda._sleep`, so the host's time hides under
+it and the CUDA events around the call time the GPU alone (what a harness that flushes L2 between calls sees).
+bench.run times host and GPU together; this is the other method, for the layers where the two disagree.
+
+    python -m bench.gpu_time [--cases dcgan-128-64-n1,dcgan-512-256-n64] [--algos auto,colsc1,colsc2,colsc4]
+
+Per case and precision mode: cuDNN's median microseconds, then ours under each CONVT_CUDA_ALGO, then the worst
+relative error against float64 over those paths (output NaN-poisoned first) and whether every element was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import kernels
+from bench.problems import DECODER_LAYERS, PROBLEMS
+from bench.run import MODES
+from bench.variants import check
+
+CASES = {**{f"kb{k}": v for k, v in PROBLEMS.items()}, **DECODER_LAYERS}
+
+
+def gpu_us(fn, args_sets, reps: int = 40) -> float:
+    for i in range(5):
+        fn(*args_sets[i % len(args_sets)])
+    torch.cuda.synchronize()
+    events = []
+    for i in range(reps):
+        torch.cuda._sleep(400000)  # ~0.2 ms: longer than the host needs to queue the call
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*args_sets[i % len(args_sets)])
+        e.record()
+        events.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in events)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.gpu_time")
+    ap.add_argument("--cases", default="dcgan-128-64-n1,dcgan-512-256-n64")
+    ap.add_argument("--modes", default="fp32,strict,fp16,bf16")
+    ap.add_argument("--algos", default="auto,colsc1,colsc2,colsc4")
+    a = ap.parse_args(argv)
+    assert torch.cuda.is_available(), "GPU time needs a CUDA device"
+    algos = a.algos.split(",")
+    print("| case | mode | cuDNN us | " + " | ".join(algos) + " | worst rel err | all written |")
+    print("|---|---|---|" + "---|" * len(algos) + "---|---|")
+    for name in a.cases.split(","):
+        shape = CASES[name]
+        n, cin, cout, k, hw, s, p, op, d, g = shape
+        for mode in a.modes.split(","):
+            dtype, tf32, _ = MODES[mode]
+            torch.backends.cudnn.allow_tf32 = tf32
+            w = torch.randn(cin, cout // g, *k, device="cuda").to(dtype)
+            xs = [torch.rand(n, cin, *hw, device="cuda").to(dtype) for _ in range(4)]
+            args = [(x, w, None, s, p, op, g, d) for x in xs]
+            os.environ.pop("CONVT_CUDA_ALGO", None)
+            cudnn = gpu_us(F.conv_transpose2d, args)
+            times, worst, written = [], 0.0, True
+            for algo in algos:
+                os.environ["CONVT_CUDA_ALGO"] = algo
+                rel, ok = check(xs[0], w, shape)
+                worst, written = max(worst, rel), written and ok
+                times.append(gpu_us(kernels.conv_transpose2d, args))
+            os.environ.pop("CONVT_CUDA_ALGO", None)
+            print(f"| {name} | {mode} | {cudnn:.1f} | " + " | ".join(f"{t:.1f}" for t in times)
+                  + f" | {worst:.1e} | {written} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
