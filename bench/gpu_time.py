@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 
 import kernels
-from bench.problems import DECODER_LAYERS, PROBLEMS
+from bench.problems import DECODER_LAYERS, KERNELBENCH_CASES
 from bench.run import MODES
 from bench.variants import check
 
-CASES = {**{f"kb{k}": v for k, v in PROBLEMS.items()}, **DECODER_LAYERS}
+CASES = {**KERNELBENCH_CASES, **DECODER_LAYERS}
 
 
 def gpu_us(fn, args_sets, reps: int = 40) -> float:
@@ -47,6 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", default="fp32,strict,fp16,bf16")
     ap.add_argument("--algos", default="auto,colsc1,colsc2,colsc4")
     a = ap.parse_args(argv)
+    unknown = sorted(set(a.cases.split(",")) - set(CASES))
+    if unknown:
+        ap.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     assert torch.cuda.is_available(), "GPU time needs a CUDA device"
     algos = a.algos.split(",")
     print("| case | mode | cuDNN us | " + " | ".join(algos) + " | worst rel err | all written |")

@@ -24,3 +24,6 @@ DECODER_LAYERS = {
     "fsrcnn-56-1-n1": (1, 56, 1, (9, 9), (256, 256), (3, 3), (4, 4), (2, 2), (1, 1), 1),
     "depthwise-256-n16": (16, 256, 256, (4, 4), (64, 64), (2, 2), (1, 1), (0, 0), (1, 1), 256),
 }
+
+# The KernelBench problems under the case names the benchmark tables use (kb57, ...).
+KERNELBENCH_CASES = {f"kb{pid}": shape for pid, shape in PROBLEMS.items()}

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
-from bench.problems import DECODER_LAYERS, PROBLEMS
+from bench.problems import DECODER_LAYERS, KERNELBENCH_CASES
 
 MODES = {  # mode -> (dtype, allow_tf32, matmul-rate key)
     "fp32": (torch.float32, True, "tf32"),
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     assert torch.cuda.is_available(), "the benchmark needs a CUDA device"
     cases = {}
     if args.suite in ("kernelbench", "all"):
-        cases.update({f"kb{pid}": sh for pid, sh in PROBLEMS.items()})
+        cases.update(KERNELBENCH_CASES)
     if args.suite in ("decoder", "all"):
         cases.update(DECODER_LAYERS)
     t0 = time.time()

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
-from bench.problems import DECODER_LAYERS, PROBLEMS
+from bench.problems import DECODER_LAYERS, KERNELBENCH_CASES
 from bench.run import L2_BYTES, MODES, time_ms
 
 
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     cases = {}
     if a.suite in ("kernelbench", "all"):
-        cases.update({f"kb{k}": v for k, v in PROBLEMS.items()})
+        cases.update(KERNELBENCH_CASES)
     if a.suite in ("decoder", "all"):
         cases.update(DECODER_LAYERS)
     if a.cases:

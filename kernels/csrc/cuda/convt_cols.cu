@@ -461,7 +461,7 @@ bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& 
 void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  bool tf32, int depth, int channels, cudaStream_t stream) {
   CONVT_CHECK(depth >= 0 && depth <= 2, "convt: the columns kernel stages 1 or 2 x 64 bytes of k, not ", depth);
-  CONVT_CHECK(channels >= 0, "convt: the columns kernel's output channels a block must be positive, not ", channels);
+  CONVT_CHECK(channels >= 0, "convt: the columns kernel's output channels a block must be positive (or 0, its pick), not ", channels);
   switch (x.scalar_type()) {
     case at::kFloat:
       if (tf32) {
