@@ -63,6 +63,14 @@ def main(argv=None) -> int:
         args = (x, w, None, s, p, op_, g, d)
         entries = {"torch F.conv_transpose2d": F.conv_transpose2d, "kernels.conv_transpose2d": kernels.conv_transpose2d,
                    "torch.ops...default": op}
+        # What a call's host time is made of, each alone: the output's allocation, one launch through a torch op,
+        # and our op's argument parse, checks and path pick without the allocation or the launch.
+        out = kernels.conv_transpose2d(*args)
+        parts = {"(part) torch.empty of the output": lambda *_: torch.empty(out.shape, device="cuda"),
+                 "(part) one-kernel torch op (out.add_(1))": lambda *_: out.add_(1),
+                 "(part) torch.ops.convt.cuda_path": lambda x, w, b, *rest: torch.ops.convt.cuda_path(x, w, *rest)}
+        for entry, fn in parts.items():
+            print(f"| {name} | {entry} | default | {per_call_us(fn, args):.1f} | {event_us(fn, args):.1f} |", flush=True)
         for mode, ctx in (("default", contextlib.nullcontext), ("no_grad", torch.no_grad),
                           ("inference_mode", torch.inference_mode)):
             for entry, fn in entries.items():

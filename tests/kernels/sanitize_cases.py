@@ -45,6 +45,11 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # TF32; 4x4 images two a block with a channel tail in bf16
     (1, 128, 64, (4, 4), (16, 16), 2, 1, 0, 1, 1, torch.float32, "colsc1", True),
     (5, 72, 24, (4, 4), (4, 4), 2, 1, 0, 1, 1, torch.bfloat16, "colsc2", True),
+    # columns kernel, tiled gather: FSRCNN's 9x9 stride 3 (81 columns, weights by element) on edge-cut tiles in TF32;
+    # fp16 (the weights loaded by element) with dilation, groups and a channel tail; DCGAN 64->3 in strict fp32
+    (1, 56, 1, (9, 9), (21, 40), 3, 4, 2, 1, 1, torch.float32, "cols", True),
+    (2, 36, 6, (5, 3), (19, 24), (2, 3), (2, 1), (1, 0), (2, 1), 2, torch.float16, "cols", True),
+    (2, 64, 3, (4, 4), (32, 32), 2, 1, 0, 1, 1, torch.float32, "cols", False),
     # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
     # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),

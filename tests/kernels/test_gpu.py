@@ -218,11 +218,13 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64", "depthwise-256-n16"])
 def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
-    """The decoder layers with 1-4 output channels a group, full size, on the patch kernel, which the heuristic
-    picks for them: thousands of blocks, 4 and 9 phases, one and several channel chunks."""
+    """The decoder layers with 1-4 output channels a group, full size, on the path the heuristic picks for them: the
+    patch kernel (thousands of blocks, 4 and 9 phases, one and several channel chunks), but the columns kernel's
+    tiled gather for DCGAN 64->3 in TF32 and half types."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
-    assert path_taken(case, TORCH_DTYPE[precision]) == "patch", layer
+    tiled = layer == "dcgan-64-3-n64" and precision in ("float32-tf32", "float16", "bfloat16")
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("cols" if tiled else "patch"), layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
@@ -233,20 +235,79 @@ COLS_GATHER_ALGOS = [*COLS_ALGOS, "colsc1", "colsc2", "colsc4"]
 
 
 def cols_fits(case: Case, dtype) -> bool:
-    """The columns kernel's limits (convt_cols.cu cols_supports): 16-byte input planes and weight rows; kernel ==
-    stride without padding (shuffle), or images of at most 256 pixels whose column tile holds whole output channels
-    in whole 16-byte copies and whose tap tables fit (gather)."""
+    """The columns kernel's limits (convt_cols.cu cols_supports): shuffle (kernel == stride without padding) with
+    16-byte input planes and weight rows; gather with one output channel's columns in the column tile, 16-byte input
+    planes (images of at most one pixel tile) or rows (larger images, tiled), a tiling whose tile holds the halo,
+    and tap tables that fit."""
     if dtype == torch.float64:
         return False
     vec = 16 // dtype.itemsize
     hw, kk = case.hw[0] * case.hw[1], case.k[0] * case.k[1]
-    if hw % vec or case.cout // case.groups * kk % vec:
-        return False
     if cols_shuffle(case):
-        return True
-    bm, bn = (256, 64) if hw > 128 else (128, 128)
-    (oh, ow) = case.out_hw()
-    return hw <= bm and kk <= bn and bn // kk * kk % vec == 0 and oh * (case.k[0] + 1) + ow * (case.k[1] + 1) <= 4096
+        return hw % vec == 0 and case.cout // case.groups * kk % vec == 0
+    bm, bn = cols_tile(case)
+    if kk > bn:
+        return False
+    if hw <= bm:
+        if hw % vec:
+            return False
+        own = case.out_hw()
+    else:
+        tiling = cols_tiling(case, vec)
+        if case.hw[1] % vec or tiling is None:
+            return False
+        own = tiling[-2:]
+    return own[0] * (case.k[0] + 1) + own[1] * (case.k[1] + 1) <= 4096
+
+
+def cols_tile(case: Case) -> tuple[int, int]:
+    """Pixels x columns of the columns kernel's block tile (convt_cols.cu warps_m)."""
+    hw, kk = case.hw[0] * case.hw[1], case.k[0] * case.k[1]
+    tall = not cols_shuffle(case) and hw > 128 and (hw <= 256 or kk <= 64)
+    return (256, 64) if tall else (128, 128)
+
+
+def _tiles_along(n: int, t: int, st: int) -> int:
+    return 1 if n <= t else (n - t + st - 1) // st + 1
+
+
+def _own_start(j: int, tiles: int, st: int, s: int, pad: int, reach: int, out: int) -> int:
+    if j <= 0:
+        return 0
+    if j >= tiles:
+        return out
+    return min(max((j * st - 1) * s - pad + reach + 1, 0), out)
+
+
+def cols_tiling(case: Case, vec: int):
+    """The tiled gather's tiling as convt_cols.cu's geometry picks it: (tile rows, tile columns, tiles down, tiles
+    across, most output rows a tile owns, most output columns), or None where no tile holds the halo."""
+    bm = cols_tile(case)[0]
+    reach = [(k - 1) * d for k, d in zip(case.k, case.dilation)]
+    halo = [r // s for r, s in zip(reach, case.stride)]
+    best = None
+    tw = vec
+    while tw <= bm:
+        th = bm // tw
+        sth, stw = th - halo[0], (tw - halo[1]) // vec * vec
+        if sth >= 1 and stw >= 1:
+            nh, nw = _tiles_along(case.hw[0], th, sth), _tiles_along(case.hw[1], tw, stw)
+            if best is None or nh * nw < best[0]:
+                best = (nh * nw, th, tw, sth, stw, nh, nw)
+        tw *= 2
+    if best is None:
+        return None
+    _, th, tw, sth, stw, nh, nw = best
+    out = case.out_hw()
+
+    def most(tiles, st, axis):
+        if tiles == 1:
+            return out[axis]
+        args = (st, case.stride[axis], case.padding[axis], reach[axis], out[axis])
+        return min(out[axis], max(_own_start(1, tiles, *args), st * case.stride[axis],
+                                  out[axis] - _own_start(tiles - 1, tiles, *args)))
+
+    return th, tw, nh, nw, most(nh, sth, 0), most(nw, stw, 1)
 
 
 def cols_shuffle(case: Case) -> bool:
@@ -309,6 +370,53 @@ def test_cols_gather_cuda(seed, precision, i, monkeypatch):
         if min(case.out_hw()) > 0 and not cols_shuffle(case) and (dtype == torch.float64 or cols_fits(case, dtype)):
             break
     check_cols(case, precision, seed * 7057 + i, rng)
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_cols_tiled_cuda(seed, precision, i, monkeypatch):
+    """Random problems on images past one pixel tile forced onto the columns kernel's tiled gather: each tile
+    recomputes its halo and writes the outputs whose taps all lie in it, so the partition of outputs between tiles is
+    the thing checked: kernels to 9x9 with strides 1-4, dilation, padding past the kernel, output padding, tiles cut
+    by the image's edges, 1-6 output channels a group (weights copied by element where their rows are off 16 bytes),
+    channel tails, groups, batch, bias, non-contiguous input, outputs off alignment; its pick, 128 bytes of k, then
+    1 and 2 output channels a block."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_TILED_ALGOS[i % 4])
+    rng = random.Random(seed * 7919 + i)
+    dtype = TORCH_DTYPE[precision]
+    vec = 16 // dtype.itemsize
+    for _ in range(1000):
+        base = random_case(rng, max_hw=6, max_ch=2)
+        k = (rng.randint(1, 9), rng.randint(1, 9))
+        s = (rng.randint(1, 4), rng.randint(1, 4))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        hw = (rng.randint(9, 40), vec * rng.randint(1, 64 // vec))
+        g = rng.choice([1, 1, 2])
+        cin_g, cout_g = rng.choice([1, 7, 16, 40, 70]), rng.randint(1, 6)
+        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, hw, s,
+                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
+                    noncontiguous=base.noncontiguous)
+        if (min(case.out_hw()) > 0 and not cols_shuffle(case) and hw[0] * hw[1] > cols_tile(case)[0]
+                and (dtype == torch.float64 or cols_fits(case, dtype))):
+            break
+    check_cols(case, precision, seed * 7919 + i, rng)
+
+
+# The tiled gather: its pick, 128 bytes of k a stage, one and two output channels a block.
+COLS_TILED_ALGOS = ["cols", "colsk2", "colsc1", "colsc2"]
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
+def test_cols_tiled_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """FSRCNN's 9x9 stride-3 layer (81 columns: weights copied by element) and DCGAN's 64->3 layer, full size,
+    forced onto the tiled gather: thousands of tiles, edge tiles that own the image's last rows and columns."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "cols")
+    case = Case(*DECODER_LAYERS[layer], True)
+    want = "ffma" if precision == "float64" else "cols"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, layer
+    check_cuda(case, precision, seed, ref_device="cuda")
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

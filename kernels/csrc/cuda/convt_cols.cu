@@ -1,13 +1,14 @@
-// The columns path (see convt_cols.h). A block of 8 warps computes a 128 x 128 (or, for images of 129-256 pixels,
+// The columns path (see convt_cols.h). A block of 8 warps computes a 128 x 128 (or, for images past 128 pixels,
 // 256 x 64) tile of pixels x columns on mma.sync: m16n8k16 for fp16/bf16, m16n8k8 TF32 for fp32 (three of them,
 // 3xTF32, for strict fp32). The operands are read as they lie, with no layout pass: a chunk of input channels is a
-// [channel][pixel] slab of the NCHW input (16-byte copies never cross an image: its pixels come in multiples of 16
-// bytes) and a [channel][column] slab of the weights, both copied by cp.async into three stage buffers (one barrier
-// a chunk). Half-type fragments come out of those k-major slabs by ldmatrix.trans; TF32 fragments by plain loads,
-// whose row pitch (8 words past a multiple of 32) puts a warp's 32 reads in 32 banks. Shuffle: where the kernel
-// width is even, a fragment's column pair is two adjacent outputs of one row and goes out as one store, eight lanes
-// covering 32 contiguous bytes. Gather: the tile goes to shared memory in fp32 and each thread sums its outputs' taps
-// from it, with the divisibility test (oh + pad - kh * dil) % stride per tap.
+// [channel][pixel] slab of the NCHW input (16-byte copies never cross an image, or a tile's row: pixels an image, or
+// a row, come in multiples of 16 bytes) and a [channel][column] slab of the weights (16-byte copies, or an element a
+// copy where rows are off 16 bytes: FSRCNN's 81 columns), both copied by cp.async into three stage buffers (one
+// barrier a chunk). Half-type fragments come out of those k-major slabs by ldmatrix.trans; TF32 fragments by plain
+// loads, whose row pitch (8 words past a multiple of 32) puts a warp's 32 reads in 32 banks. Shuffle: where the
+// kernel width is even, a fragment's column pair is two adjacent outputs of one row and goes out as one store, eight
+// lanes covering 32 contiguous bytes. Gather: the tile goes to shared memory in fp32 and each thread sums its
+// outputs' taps from it, with the divisibility test (oh + pad - kh * dil) % stride per output row and column.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
@@ -56,10 +57,45 @@ struct ColsGeom {
   int cin_g, cout_g;
   int m_total;          // GEMM rows a group: batch x pixels
   int nc;               // GEMM columns a group: Cout/g x KH x KW
-  int m_eff, n_eff;     // rows and columns a block computes (gather: whole images, whole output channels)
+  int m_eff, n_eff;     // rows and columns a block computes (gather: whole images or one tile, whole output channels)
   int m_tiles, n_tiles;
-  bool gather;
+  // Gather's input tile: th x tw pixels of one image, origins sth and stw apart, tiles_h x tiles_w of them an image
+  // (whole images: the image itself, one tile). own_h x own_w: the most output rows and columns a tile owns, which
+  // size its tap tables. reach: (K - 1) x dilation a axis.
+  int th, tw, sth, stw, tiles_h, tiles_w, own_h, own_w;
+  int64_t reach_h, reach_w;
+  bool gather, tiled;
+  bool scalar_b;  // weight rows (or a block's columns) off 16 bytes: B copied an element at a time
 };
+
+// The tiled gather's partition of the outputs along an axis. Tile j of `tiles` (input origins `st` apart) owns the
+// outputs whose first contributing input row, ceil((o + pad - reach) / s) clamped to the image, lies in
+// [j * st, (j + 1) * st), the last tile from j * st on. So its outputs start at (j * st - 1) * s - pad + reach + 1,
+// and every tap of them reads a row in [j * st, j * st + st + reach / s): inside a tile of st + reach / s rows.
+__host__ __device__ __forceinline__ int own_start(int j, int tiles, int st, int s, int pad, int64_t reach, int out) {
+  if (j <= 0) return 0;
+  if (j >= tiles) return out;
+  const int64_t o = (int64_t(j) * st - 1) * s - pad + reach + 1;
+  return o < 0 ? 0 : o > out ? out : static_cast<int>(o);
+}
+
+// The outputs a gather block writes: images img0.. (whole images) or one tile of image img0 whose input starts at
+// row r0, column c0; output rows [oh0, oh1) and columns [ow0, ow1) of each.
+struct Owned {
+  int img0, r0, c0, oh0, oh1, ow0, ow1;
+};
+
+// Tile mt of the tiled gather: tiles_h x tiles_w an image, rows slowest.
+__device__ __forceinline__ Owned tile_of(const ColsGeom& sg, int mt) {
+  const int per = sg.tiles_h * sg.tiles_w, t = mt % per, ty = t / sg.tiles_w, tx = t - ty * sg.tiles_w;
+  return {mt / per,
+          ty * sg.sth,
+          tx * sg.stw,
+          own_start(ty, sg.tiles_h, sg.sth, sg.sh, sg.ph, sg.reach_h, sg.hout),
+          own_start(ty + 1, sg.tiles_h, sg.sth, sg.sh, sg.ph, sg.reach_h, sg.hout),
+          own_start(tx, sg.tiles_w, sg.stw, sg.sw, sg.pw, sg.reach_w, sg.wout),
+          own_start(tx + 1, sg.tiles_w, sg.stw, sg.sw, sg.pw, sg.reach_w, sg.wout)};
+}
 
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -192,13 +228,16 @@ __device__ __forceinline__ void store_shuffled(const float (&acc)[4][4][4], cons
 
 // Gather: the block's tile holds every tap of its images x output channels; each output sums the taps that reach it.
 // Which taps reach an output depends on its row and column only, so the divisibility tests run once per output row
-// and column, into tables of tile offsets: an output then costs one load and add per tap.
-template <typename T, typename Tl>
-__device__ __forceinline__ void store_gathered(const float (&acc)[4][4][4], float* cs, const ConvTParams& p,
-                                               const ColsGeom& sg, int64_t g, int m0, int n0, int wm, int wn,
-                                               int tid, const T* __restrict__ bias, T* __restrict__ y) {
-  constexpr int PC = Tl::PC;
-  const int lane = tid & 31, gq = lane >> 2, t = lane & 3;
+// and column, into tables of tile offsets: [own_h][kh] row offsets, [own_w][kw] column offsets, then the [own_h] and
+// [own_w] counts, rows and columns local to the block's outputs.
+struct TapTables {
+  int *row, *col, *row_n, *col_n;
+};
+
+// The warp's accumulators into the block's fp32 tile, [pixel][column] rows of PC floats.
+template <int PC>
+__device__ __forceinline__ void stage_tile(const float (&acc)[4][4][4], float* cs, int wm, int wn, int lane) {
+  const int gq = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
@@ -207,58 +246,105 @@ __device__ __forceinline__ void store_gathered(const float (&acc)[4][4][4], floa
       for (int h = 0; h < 2; ++h)
         *reinterpret_cast<float2*>(cs + (wm * 64 + mi * 16 + gq + 8 * h) * PC + wn * 32 + nj * 8 + 2 * t) =
             make_float2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
-  int* row_tab = reinterpret_cast<int*>(cs + Tl::BM * PC);  // [hout][kh] offsets, [wout][kw], [hout] and [wout] counts
-  int* col_tab = row_tab + sg.hout * sg.kh;
-  int* row_n = col_tab + sg.wout * sg.kw;
-  int* col_n = row_n + sg.hout;
-  for (int r = tid; r < sg.hout + sg.wout; r += kThreads) {
-    int n = 0;
-    if (r < sg.hout) {
-      for (int kh = 0; kh < sg.kh; ++kh) {
-        const int th = r + sg.ph - kh * sg.dh;
-        if (th >= 0 && th % sg.sh == 0 && th / sg.sh < sg.hin) row_tab[r * sg.kh + n++] = th / sg.sh * sg.win * PC + kh * sg.kw;
-      }
-      row_n[r] = n;
-    } else {
-      const int ow = r - sg.hout;
-      for (int kw = 0; kw < sg.kw; ++kw) {
-        const int tw = ow + sg.pw - kw * sg.dw;
-        if (tw >= 0 && tw % sg.sw == 0 && tw / sg.sw < sg.win) col_tab[ow * sg.kw + n++] = tw / sg.sw * PC + kw;
-      }
-      col_n[ow] = n;
+}
+
+__device__ __forceinline__ TapTables tap_tables(int* base, const ColsGeom& sg) {
+  TapTables t;
+  t.row = base;
+  t.col = t.row + sg.own_h * sg.kh;
+  t.row_n = t.col + sg.own_w * sg.kw;
+  t.col_n = t.row_n + sg.own_h;
+  return t;
+}
+
+// Tap k reaches output o where o + pad - k * dil is a multiple of s, from input row (o + pad - k * dil) / s. The
+// quotient and remainder step by dil's per tap: a 64-bit division a tap left the block's other warps waiting here
+// longer than the whole mainloop (ncu, FSRCNN: 39% of stall samples at the barrier after the tables).
+__device__ __forceinline__ int axis_taps(int* tab, int o, int pad, int s, int dil, int k_n, int n_in, int first,
+                                         int scale, int k_scale) {
+  const int t = o + pad, dq = dil / s, dr = dil - dq * s;  // t < 2^31 (cols_supports)
+  int q = t / s, rem = t - q * s, n = 0;
+  for (int k = 0; k < k_n && q >= 0; ++k) {
+    if (rem == 0 && q < n_in) tab[n++] = (q - first) * scale + k * k_scale;
+    q -= dq;
+    rem -= dr;
+    if (rem < 0) {
+      rem += s;
+      --q;
     }
   }
-  __syncthreads();
-  // Threads along output positions (a row-major pixel of an output plane), then along the block's (image, output
-  // channel) pairs, so a thread reads a position's tables once for all the pairs it sums there.
-  const int ipt = sg.m_eff / sg.hw, cpt = sg.n_eff / sg.kk, img0 = m0 / sg.hw, co0 = n0 / sg.kk;
-  const int hwo = sg.hout * sg.wout, pairs = ipt * cpt;  // hwo < 2^31 (cols_supports)
-  const int along = hwo < kThreads ? hwo : kThreads, across = kThreads / along;
-  const int tp = tid % along, tq = tid / along;
-  const int64_t batch = sg.m_total / sg.hw, plane = int64_t(hwo), img_stride = int64_t(p.Cout) * hwo;
-  if (tq >= across) return;
-  for (int pos = tp; pos < hwo; pos += along) {
-    const int oh = pos / sg.wout, ow = pos - oh * sg.wout;
-    const int* rt = row_tab + oh * sg.kh;
-    const int* ct = col_tab + ow * sg.kw;
-    const int nr = row_n[oh], ncl = col_n[ow];
-    for (int pr = tq; pr < pairs; pr += across) {
-      const int il = pr / cpt, cl = pr - il * cpt, img = img0 + il, co = co0 + cl;
-      if (img < batch && co < sg.cout_g) {
-        const int64_t oc = g * sg.cout_g + co;
+  return n;
+}
+
+template <int PC>
+__device__ __forceinline__ void build_tap_tables(const TapTables& tt, const ColsGeom& sg, const Owned& o, int tid) {
+  const int rows = o.oh1 - o.oh0, cols = o.ow1 - o.ow0;
+  for (int r = tid; r < rows + cols; r += kThreads) {
+    if (r < rows) {
+      tt.row_n[r] = axis_taps(tt.row + r * sg.kh, o.oh0 + r, sg.ph, sg.sh, sg.dh, sg.kh, sg.hin, o.r0, sg.tw * PC, sg.kw);
+    } else {
+      const int c = r - rows;
+      tt.col_n[c] = axis_taps(tt.col + c * sg.kw, o.ow0 + c, sg.pw, sg.sw, sg.dw, sg.kw, sg.win, o.c0, PC, 1);
+    }
+  }
+}
+
+// The sums, after the tile is in shared memory and the tables are built. Threads along output columns first, so a
+// thread keeps its column's taps in registers (up to 4; more are read from the table) and each tap costs a load and
+// an add; then along rows, then along the block's (image, output channel) pairs, which reuse a position's taps.
+template <typename T, int PC>
+__device__ __forceinline__ void gather_sums(const float* cs, const TapTables& tt, const ConvTParams& p,
+                                            const ColsGeom& sg, int64_t g, const Owned& o, int n0, int tid,
+                                            const T* __restrict__ bias, T* __restrict__ y) {
+  const int rows = o.oh1 - o.oh0, cols = o.ow1 - o.ow0;
+  if (rows == 0 || cols == 0) return;  // a tile that owns no outputs (clamped at the image's end)
+  const int co0 = n0 / sg.kk, cpt = min(sg.n_eff / sg.kk, sg.cout_g - co0);
+  const int64_t batch = sg.m_total / sg.hw;
+  const int64_t left = batch - o.img0;  // images from the block's first to the batch's end
+  const int ipt = sg.tiled ? 1 : left < sg.m_eff / sg.hw ? static_cast<int>(left) : sg.m_eff / sg.hw;
+  const int pairs = ipt * cpt, tpix = sg.th * sg.tw;
+  const int tc = min(cols, kThreads), tr = min(rows, kThreads / tc), tq = kThreads / (tc * tr);
+  const int x = tid % tc, yy = (tid / tc) % tr, z = tid / (tc * tr);
+  if (z >= tq) return;
+  const int64_t plane = int64_t(sg.hout) * sg.wout, img_stride = int64_t(p.Cout) * plane;
+  const int il0 = z / cpt, cl0 = z - il0 * cpt, step_i = tq / cpt, step_c = tq - step_i * cpt;
+  for (int lc = x; lc < cols; lc += tc) {
+    const int* ct = tt.col + lc * sg.kw;
+    const int ncl = tt.col_n[lc];
+    int c4[4];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) c4[b] = b < ncl ? ct[b] : 0;
+    for (int lr = yy; lr < rows; lr += tr) {
+      const int* rt = tt.row + lr * sg.kh;
+      const int nr = tt.row_n[lr];
+      const int64_t at = int64_t(o.oh0 + lr) * sg.wout + o.ow0 + lc;
+      int il = il0, cl = cl0;
+      for (int pr = z; pr < pairs; pr += tq) {
+        const int64_t oc = g * sg.cout_g + co0 + cl;
         float s = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-        const float* tile = cs + il * sg.hw * PC + cl * sg.kk;
+        const float* tile = cs + il * tpix * PC + cl * sg.kk;
         for (int a = 0; a < nr; ++a) {
-          const float* tr = tile + rt[a];
-          for (int b = 0; b < ncl; ++b) s += tr[ct[b]];
+          const float* t = tile + rt[a];
+          float v = 0.f;
+#pragma unroll
+          for (int b = 0; b < 4; ++b)
+            if (b < ncl) v += t[c4[b]];
+          for (int b = 4; b < ncl; ++b) v += t[ct[b]];
+          s += v;
         }
-        y[img * img_stride + oc * plane + pos] = static_cast<T>(s);
+        y[(o.img0 + il) * img_stride + oc * plane + at] = static_cast<T>(s);
+        il += step_i;  // the next pair, z + tq, without a division an output
+        cl += step_c;
+        if (cl >= cpt) {
+          cl -= cpt;
+          ++il;
+        }
       }
     }
   }
 }
 
-template <typename T, int KB, int WM, bool kStrict>
+template <typename T, int KB, int WM, bool kStrict, bool kScalarB>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_cols_kernel(const ConvTParams p, const ColsGeom sg, const T* __restrict__ x, const T* __restrict__ w,
                       const T* __restrict__ bias, T* __restrict__ y, bool pair) {
@@ -275,8 +361,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   blk /= sg.n_tiles;
   const int mt = static_cast<int>(blk % sg.m_tiles);
   const int64_t g = blk / sg.m_tiles;
-  const int m0 = mt * sg.m_eff, n0 = nt * sg.n_eff;
+  const int n0 = nt * sg.n_eff;
   const int nchunks = (sg.cin_g + BK - 1) / BK;
+  const int m0 = sg.tiled ? 0 : mt * sg.m_eff;  // whole images (or the shuffle's any pixels) from m0 on
 
   // A thread's copies keep their pixel (column) from chunk to chunk and from one copy to the next (a copy row is a
   // divisor of the block), which are kThreads / row-copies rows apart; only the channel moves. Copies past the tile,
@@ -284,9 +371,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kAStep = kThreads / Tl::kARow, kBStep = kThreads / Tl::kBRow;
   static_assert(kThreads % Tl::kARow == 0 && kThreads % Tl::kBRow == 0);
   const int ar = tid / Tl::kARow, ac = (tid % Tl::kARow) * V, br = tid / Tl::kBRow, bc = (tid % Tl::kBRow) * V;
-  const int am = m0 + ac, img = am / sg.hw;
-  const bool a_ok = ac < sg.m_eff && am < sg.m_total, b_ok = bc < sg.n_eff && n0 + bc < sg.nc;
-  const T* a_src = x + (int64_t(img) * p.Cin + g * sg.cin_g + ar) * sg.hw + (am - img * sg.hw);
+  bool a_ok;
+  const T* a_src;
+  if (sg.tiled) {  // a tile row is whole copies, and its origin column a multiple of one (win too: no copy straddles)
+    const Owned t = tile_of(sg, mt);
+    const int rr = ac / sg.tw, cc = ac - rr * sg.tw;
+    a_ok = t.r0 + rr < sg.hin && t.c0 + cc < sg.win;
+    a_src = x + ((int64_t(t.img0) * p.Cin + g * sg.cin_g + ar) * sg.hin + t.r0 + rr) * sg.win + t.c0 + cc;
+  } else {
+    const int am = m0 + ac, img = am / sg.hw;
+    a_ok = ac < sg.m_eff && am < sg.m_total;
+    a_src = x + (int64_t(img) * p.Cin + g * sg.cin_g + ar) * sg.hw + (am - img * sg.hw);
+  }
+  const bool b_ok = bc < sg.n_eff && n0 + bc < sg.nc;
   const T* b_src = w + (g * sg.cin_g + br) * sg.nc + n0 + bc;
   const int a_dst = ar * Tl::PA + ac, b_dst = BK * Tl::PA + br * Tl::PB + bc;
   auto load_stage = [&](int chunk, int buf) {
@@ -298,11 +395,28 @@ __global__ void __launch_bounds__(kThreads, 2)
       const bool ok = a_ok && k0 + row < sg.cin_g;
       cp_async16_zfill(st + a_dst + j * kAStep * Tl::PA, ok ? a_src + int64_t(k0 + j * kAStep) * sg.hw : x, ok);
     }
+    if constexpr (kScalarB) {
+      // An element a copy: 4-byte cp.async for fp32; half types load it (cp.async moves 4 bytes at least).
+      constexpr int kElems = BK * Tl::BN / kThreads;
 #pragma unroll
-    for (int j = 0; j < Tl::kBCopies; ++j) {
-      const int row = br + j * kBStep;
-      const bool ok = b_ok && k0 + row < sg.cin_g;
-      cp_async16_zfill(st + b_dst + j * kBStep * Tl::PB, ok ? b_src + int64_t(k0 + j * kBStep) * sg.nc : w, ok);
+      for (int j = 0; j < kElems; ++j) {
+        const int e = tid + j * kThreads, row = e / Tl::BN, col = e % Tl::BN;
+        const bool ok = col < sg.n_eff && n0 + col < sg.nc && k0 + row < sg.cin_g;
+        T* dst = st + BK * Tl::PA + row * Tl::PB + col;
+        const T* src = w + (g * sg.cin_g + k0 + row) * sg.nc + n0 + col;
+        if constexpr (sizeof(T) == 4) {
+          cp_async4_zfill(dst, ok ? src : w, ok);
+        } else {
+          *dst = ok ? *src : static_cast<T>(0.f);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Tl::kBCopies; ++j) {
+        const int row = br + j * kBStep;
+        const bool ok = b_ok && k0 + row < sg.cin_g;
+        cp_async16_zfill(st + b_dst + j * kBStep * Tl::PB, ok ? b_src + int64_t(k0 + j * kBStep) * sg.nc : w, ok);
+      }
     }
   };
 
@@ -319,6 +433,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (s < nchunks) load_stage(s, s);
     cp_async_commit();
   }
+  // Gather: the tap tables lie past the fp32 tile, and where that is past the stage buffers too they are built now,
+  // under the first copies' latency, rather than while the block's other warps wait at the epilogue's barrier (the
+  // mainloop's first barrier orders them before their reads).
+  float* cs = reinterpret_cast<float*>(smem_raw);
+  const TapTables tt = tap_tables(reinterpret_cast<int*>(cs + Tl::BM * Tl::PC), sg);
+  constexpr bool kEarlyTables = Tl::kStageBytes <= Tl::BM * Tl::PC * 4;
+  auto owned = [&] { return sg.tiled ? tile_of(sg, mt) : Owned{m0 / sg.hw, 0, 0, 0, sg.hout, 0, sg.wout}; };
+  if (kEarlyTables && sg.gather) build_tap_tables<Tl::PC>(tt, sg, owned(), tid);
   for (int kc = 0; kc < nchunks; ++kc) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // chunk kc is in; every warp is past chunk kc - 1, whose buffer the next copies reuse
@@ -332,17 +454,32 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (sg.gather) {
     cp_async_wait<0>();
     __syncthreads();  // the stage buffers become the tile
-    store_gathered<T, Tl>(acc, reinterpret_cast<float*>(smem_raw), p, sg, g, m0, n0, wm, wn, tid, bias, y);
+    stage_tile<Tl::PC>(acc, cs, wm, wn, lane);
+    // The tile's place again rather than kept in registers across the mainloop, which spilled in strict fp32.
+    const Owned own = owned();
+    if (!kEarlyTables) build_tap_tables<Tl::PC>(tt, sg, own, tid);
+    __syncthreads();
+    gather_sums<T, Tl::PC>(cs, tt, p, sg, g, own, n0, tid, bias, y);
   } else {
     store_shuffled<T>(acc, p, sg, g, m0, n0, wm, wn, lane, bias, y, pair);
   }
 }
 
-// Images past 128 pixels take the 256 x 64 tile (whole images of up to 256 pixels a block in gather).
-int warps_m(const ConvTParams& p) { return p.Hin * p.Win > 128 && !cols_shuffle(p) ? 4 : 2; }
+// Images past 128 pixels take the 256 x 64 tile (whole images of up to 256 pixels a block in gather). Past 256 the
+// gather tiles each image, on the 256-pixel tile where an output channel's columns fit in its 64 (the halo a tile
+// recomputes is then a smaller share), else on the 128-pixel one.
+int warps_m(const ConvTParams& p) {
+  if (cols_shuffle(p)) return 2;
+  const int64_t hw = p.Hin * p.Win;
+  return hw > 128 && (hw <= 256 || p.KH * p.KW <= 64) ? 4 : 2;
+}
 
-// channels: gather's output channels a block, at most what the column tile holds (0: that many).
-ColsGeom geometry(const ConvTParams& p, int wm, int channels = 0) {
+// Tiles of `t` input rows, origins `st` apart, to cover `n` rows: the last one reaches the end.
+int64_t tiles_along(int64_t n, int64_t t, int64_t st) { return n <= t ? 1 : (n - t + st - 1) / st + 1; }
+
+// channels: gather's output channels a block, at most what the column tile holds (0: that many). vec: elements a
+// 16-byte copy. m_tiles is 0 where no tiling holds the gather's halo.
+ColsGeom geometry(const ConvTParams& p, int wm, int vec, int channels = 0) {
   const int bm = wm * 64, bn = 256 / wm;
   ColsGeom sg;
   sg.hin = static_cast<int>(p.Hin);
@@ -364,14 +501,60 @@ ColsGeom geometry(const ConvTParams& p, int wm, int channels = 0) {
   sg.m_total = static_cast<int>(p.N * p.Hin * p.Win);
   sg.nc = sg.cout_g * sg.kk;
   sg.gather = !cols_shuffle(p);
-  sg.m_eff = sg.gather ? bm / sg.hw * sg.hw : bm;
+  sg.tiled = sg.gather && sg.hw > bm;
   sg.n_eff = sg.gather ? (channels > 0 ? std::min(channels, bn / sg.kk) : bn / sg.kk) * sg.kk : bn;
-  sg.m_tiles = sg.m_eff > 0 ? (sg.m_total + sg.m_eff - 1) / sg.m_eff : 0;
   sg.n_tiles = sg.n_eff > 0 ? (sg.nc + sg.n_eff - 1) / sg.n_eff : 0;
+  sg.scalar_b = sg.gather && (sg.nc % vec != 0 || sg.n_eff % vec != 0);
+  sg.reach_h = (p.KH - 1) * p.dh;
+  sg.reach_w = (p.KW - 1) * p.dw;
+  sg.th = sg.sth = sg.hin;
+  sg.tw = sg.stw = sg.win;
+  sg.tiles_h = sg.tiles_w = 1;
+  sg.own_h = sg.hout;
+  sg.own_w = sg.wout;
+  int64_t m_tiles = 0;
+  if (sg.tiled) {
+    // The tile shape (a width of whole 16-byte copies) that covers an image in the fewest tiles: each recomputes
+    // the halo its neighbours share, reach / stride rows and columns, and its origins are copy-aligned.
+    const int64_t halo_h = sg.reach_h / p.sh, halo_w = sg.reach_w / p.sw;
+    int64_t best = 0;
+    for (int tw = vec; tw <= bm; tw *= 2) {
+      const int th = bm / tw;
+      const int64_t sth = th - halo_h, stw = (tw - halo_w) / vec * vec;
+      if (sth < 1 || stw < 1) continue;
+      const int64_t n = tiles_along(p.Hin, th, sth) * tiles_along(p.Win, tw, stw);
+      if (best != 0 && n >= best) continue;
+      best = n;
+      sg.th = th;
+      sg.tw = tw;
+      sg.sth = static_cast<int>(sth);
+      sg.stw = static_cast<int>(stw);
+      sg.tiles_h = static_cast<int>(tiles_along(p.Hin, th, sth));
+      sg.tiles_w = static_cast<int>(tiles_along(p.Win, tw, stw));
+    }
+    m_tiles = p.N * best;
+    sg.m_eff = bm;
+    // Outputs a tile owns (upper bounds): the first tile's, an inner one's (st x stride), the last one's.
+    auto most = [](int tiles, int st, int s, int pad, int64_t reach, int out) {
+      if (tiles == 1) return out;
+      const int64_t first = own_start(1, tiles, st, s, pad, reach, out);
+      const int64_t last = out - own_start(tiles - 1, tiles, st, s, pad, reach, out);
+      return static_cast<int>(std::min<int64_t>(out, std::max({first, int64_t(st) * s, last})));
+    };
+    if (best > 0) {
+      sg.own_h = most(sg.tiles_h, sg.sth, sg.sh, sg.ph, sg.reach_h, sg.hout);
+      sg.own_w = most(sg.tiles_w, sg.stw, sg.sw, sg.pw, sg.reach_w, sg.wout);
+    }
+  } else {
+    sg.m_eff = sg.gather ? bm / sg.hw * sg.hw : bm;
+    m_tiles = sg.m_eff > 0 ? (sg.m_total + sg.m_eff - 1) / sg.m_eff : 0;
+  }
+  sg.m_tiles = static_cast<int>(std::min<int64_t>(m_tiles, INT32_MAX));
   return sg;
 }
 
-// Gather's output channels a block. All the column tile holds, but where that leaves most SMs idle
+// Gather's output channels a block. All the column tile holds (the most whose columns are whole 16-byte copies,
+// where the weights' rows are), but where that leaves most SMs idle
 // (dcgan-128-64-n1: 16 blocks of 4 channels on 132 SMs) halved while the grid stays within one block an SM: the
 // blocks then run fewer of the gather's per-output sums, the part of such a layer that runs on few warps an SM
 // (ncu: 60% of its stall samples), at the price of multiply-adds on columns they drop. GPU time on an H200, 4 -> 1
@@ -381,27 +564,30 @@ ColsGeom geometry(const ConvTParams& p, int wm, int channels = 0) {
 int pick_channels(const ConvTParams& p, int wm, int elem_bytes, int forced, int device) {
   if (cols_shuffle(p)) return 0;
   const int kk = static_cast<int>(p.KH * p.KW), natural = 256 / wm / kk, vec = 16 / elem_bytes;
-  auto blocks = [&](int c) { const ColsGeom sg = geometry(p, wm, c); return p.groups * sg.m_tiles * sg.n_tiles; };
-  auto ok = [&](int c) { return c >= 1 && c <= natural && c * kk % vec == 0 && blocks(c) < (int64_t(1) << 31); };
-  if (forced != 0) return ok(forced) ? forced : natural;
+  const bool by_element = p.Cout_g * kk % vec != 0;  // the weights' rows are off 16 bytes: any count copies alike
+  auto blocks = [&](int c) { const ColsGeom sg = geometry(p, wm, vec, c); return p.groups * sg.m_tiles * sg.n_tiles; };
+  auto ok = [&](int c) { return c >= 1 && c <= natural && (by_element || c * kk % vec == 0) && blocks(c) < (int64_t(1) << 31); };
+  if (forced != 0 && ok(forced)) return forced;
+  int c = natural;
+  while (c > 1 && !ok(c)) --c;
+  if (!ok(c)) return natural;  // no count copies whole: by element
+  if (forced != 0) return c;
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  int c = natural;
   while (c > 1 && ok(c / 2) && blocks(c / 2) <= sms) c /= 2;
   return c;
 }
 
-template <typename T, int KB, int WM, bool kStrict>
-void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, int channels, cudaStream_t stream) {
+template <typename T, int KB, int WM, bool kStrict, bool kScalarB>
+void launch_typed(const ConvTParams& p, const ColsGeom& sg, const at::Tensor& x, const at::Tensor& w,
+                  const at::Tensor& b, at::Tensor& out, cudaStream_t stream) {
   using Tl = Tile<T, KB, WM>;
-  const ColsGeom sg = geometry(p, WM, pick_channels(p, WM, sizeof(T), channels, x.get_device()));
   const int64_t blocks = p.groups * sg.m_tiles * sg.n_tiles;
   if (blocks == 0) return;
   T* y = out.mutable_data_ptr<T>();
   // A column pair is two adjacent outputs of one row where the kernel width is even; one store needs the pair aligned.
   const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_cols_kernel<T, KB, WM, kStrict>;
+  auto kernel = convt_cols_kernel<T, KB, WM, kStrict, kScalarB>;
   allow_dynamic_smem(kernel, Tl::kSmemBytes);
   kernel<<<static_cast<unsigned>(blocks), kThreads, Tl::kSmemBytes, stream>>>(
       p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -409,25 +595,29 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }
 
 template <typename T, int WM, bool kStrict>
-void launch_depth(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, int depth, int channels, cudaStream_t stream) {
-  if (depth == 2) {
-    launch_typed<T, 2, WM, kStrict>(p, x, w, b, out, channels, stream);
+void launch_depth(const ConvTParams& p, const ColsGeom& sg, const at::Tensor& x, const at::Tensor& w,
+                  const at::Tensor& b, at::Tensor& out, int depth, cudaStream_t stream) {
+  if (sg.scalar_b) {  // gather only, 64 bytes of k a stage: its element copies are a stage's most instructions
+    launch_typed<T, 1, WM, kStrict, true>(p, sg, x, w, b, out, stream);
+  } else if (depth == 2) {
+    launch_typed<T, 2, WM, kStrict, false>(p, sg, x, w, b, out, stream);
   } else {
-    launch_typed<T, 1, WM, kStrict>(p, x, w, b, out, channels, stream);
+    launch_typed<T, 1, WM, kStrict, false>(p, sg, x, w, b, out, stream);
   }
 }
 
 template <typename T, bool kStrict = false>
 void launch_shape(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, int depth, int channels, cudaStream_t stream) {
+  const int wm = warps_m(p), vec = 16 / static_cast<int>(sizeof(T));
+  const ColsGeom sg = geometry(p, wm, vec, pick_channels(p, wm, sizeof(T), channels, x.get_device()));
   // 128 bytes of k a stage past 128 input channels a group (unet-512-256-n8 fp16 0.178 against 0.187 ms with 64,
   // bf16 0.178 against 0.187; TF32 0.323 against 0.347), but not on the 256-pixel tile, where it spills.
-  if (depth == 0) depth = p.Cin_g > 128 && warps_m(p) == 2 ? 2 : 1;
-  if (warps_m(p) == 4) {
-    launch_depth<T, 4, kStrict>(p, x, w, b, out, depth, channels, stream);
+  if (depth == 0) depth = p.Cin_g > 128 && wm == 2 ? 2 : 1;
+  if (wm == 4) {
+    launch_depth<T, 4, kStrict>(p, sg, x, w, b, out, depth, stream);
   } else {
-    launch_depth<T, 2, kStrict>(p, x, w, b, out, depth, channels, stream);
+    launch_depth<T, 2, kStrict>(p, sg, x, w, b, out, depth, stream);
   }
 }
 
@@ -437,25 +627,38 @@ bool cols_shuffle(const ConvTParams& p) {
   return p.KH == p.sh && p.KW == p.sw && p.ph == 0 && p.pw == 0 && p.oph == 0 && p.opw == 0 && p.dh == 1 && p.dw == 1;
 }
 
+bool cols_tiled(const ConvTParams& p) { return !cols_shuffle(p) && p.Hin * p.Win > warps_m(p) * 64; }
+
 bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && dt != at::kFloat) return false;
   const int64_t vec = 16 / static_cast<int64_t>(x.element_size()), lim = int64_t(1) << 30;
   const int64_t hw = p.Hin * p.Win, nc = p.Cout_g * p.KH * p.KW;
-  if (hw % vec != 0 || nc % vec != 0 || p.N * hw >= lim || nc >= lim || p.Cin_g >= lim) return false;
+  if (p.N * hw >= lim || nc >= lim || p.Cin_g >= lim) return false;
   if (reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0 || reinterpret_cast<uintptr_t>(w.const_data_ptr()) % 16 != 0)
     return false;
   const int wm = warps_m(p), bm = wm * 64, bn = 256 / wm;
-  if (!cols_shuffle(p)) {
-    // Gather: whole images and whole output channels a block, the column tile a whole number of 16-byte copies.
-    if (hw > bm || p.KH * p.KW > bn || bn / (p.KH * p.KW) * (p.KH * p.KW) % vec != 0) return false;
-    if (p.Hout * (p.KH + 1) + p.Wout * (p.KW + 1) > kTapTable || p.sh >= lim || p.sw >= lim || p.ph >= lim ||
-        p.pw >= lim || p.dh >= lim || p.dw >= lim)
+  if (cols_shuffle(p)) {
+    if (hw % vec != 0 || nc % vec != 0) return false;  // 16-byte input planes and weight rows
+  } else {
+    // Gather: whole images a block (16-byte planes) or tiles of one (16-byte rows), whole output channels.
+    if (p.KH * p.KW > bn || (hw <= bm ? hw % vec : p.Win % vec) != 0) return false;
+    if (p.sh >= lim || p.sw >= lim || p.ph >= lim || p.pw >= lim || p.dh >= lim || p.dw >= lim) return false;
+    // 32-bit tap arithmetic: an output index plus the padding, and (K - 1) x dilation.
+    if (p.Hout * p.Wout >= (int64_t(1) << 31) || p.Hout + p.ph >= (int64_t(1) << 31) || p.Wout + p.pw >= (int64_t(1) << 31) ||
+        (p.KH - 1) * p.dh >= lim || (p.KW - 1) * p.dw >= lim)
       return false;
-    if (p.Hout * p.Wout >= (int64_t(1) << 31)) return false;
   }
-  const ColsGeom sg = geometry(p, wm);
+  const ColsGeom sg = geometry(p, wm, static_cast<int>(vec));
+  if (sg.m_tiles == 0) return false;
+  if (sg.gather && int64_t(sg.own_h) * (p.KH + 1) + int64_t(sg.own_w) * (p.KW + 1) > kTapTable) return false;
   return p.groups * sg.m_tiles * sg.n_tiles < (int64_t(1) << 31);
+}
+
+bool cols_weights_by_element(const ConvTParams& p, const at::Tensor& x) {
+  if (cols_shuffle(p)) return false;
+  const int wm = warps_m(p), vec = 16 / static_cast<int>(x.element_size());
+  return geometry(p, wm, vec, pick_channels(p, wm, static_cast<int>(x.element_size()), 0, x.get_device())).scalar_b;
 }
 
 void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,

@@ -352,6 +352,15 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 0.083-0.086 against 0.093 (docs/benchmarks/variants-v13-patch.txt). fp16/bf16 from 128 input channels a
   // group is left to wgmma, whose tensor cores gain with the reduction (not measured: no such layer in the
   // suite).
+  // Before it, the columns kernel's tiled gather (tiles of larger images, each recomputing its halo) where a group has
+  // 1-4 output channels whose weight rows copy in 16-byte pieces, in TF32 and half types. GPU time alone on an H200
+  // (bench.gpu_time, session 26): dcgan-64-3-n64 28.0 us against the patch kernel's 33.2 in TF32, 21.7 against
+  // 52.0 in fp16, 22.9 against 45.8 in bf16 (cuDNN 54-61); strict fp32 a tie (33.7 against 33.4), which the patch
+  // kernel keeps. FSRCNN's 81 columns (copied an element at a time, a tile's own pixels 47% of it) lose: 48 against
+  // 41.5 us in TF32, 61 against 52 in fp16.
+  if (p.Cin_g >= 16 && p.Cout_g <= 4 && (dtype != at::kFloat || tf32) && cols_tiled(p) && cols_supports(p, x, w) &&
+      !cols_weights_by_element(p, x))
+    return {Path::kCols};
   if (patch_supports(p) && (dtype == at::kFloat || dtype == at::kDouble || p.Cin_g < 128)) return {Path::kPatch};
   // The columns kernel, kernel == stride (U-Net's 2x2 upsampling): one GEMM a group straight from the NCHW operands,
   // every output written once by the block that computes it, where the phase paths pay a layout copy and write each
@@ -366,7 +375,9 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // dcgan-128-64-n1 0.035-0.037 against 0.043-0.048 TF32, 0.039-0.040 against 0.092 strict, 0.034-0.038 against
   // 0.044-0.051 fp16/bf16 (cuDNN 0.026-0.059: these take a few microseconds of GPU time, the rest is launch cost).
   if (p.Cin_g >= 16 && cols_supports(p, x, w)) {
-    if (cols_shuffle(p) ? dtype != at::kFloat || !tf32 || p.Cin_g <= 128 : p.Cout_g > 4) return {Path::kCols};
+    if (cols_shuffle(p) ? dtype != at::kFloat || !tf32 || p.Cin_g <= 128
+                        : p.Cout_g > 4 && !cols_tiled(p) && !cols_weights_by_element(p, x))
+      return {Path::kCols};
   }
   // Stride 1 (KernelBench 57-78): the dense kernel reads the NCHW input itself, one halo a chunk for every tap,
   // where the phase paths pay a channels-last copy (or, wgh, one block an SM). Measured on an H200 beside cuDNN
