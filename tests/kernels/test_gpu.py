@@ -354,22 +354,33 @@ def test_cols_gather_cuda(seed, precision, i, monkeypatch):
     (or what the tile holds where a count breaks its 16-byte column copies)."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_GATHER_ALGOS[i % 6])
     rng = random.Random(seed * 7057 + i)
-    dtype = TORCH_DTYPE[precision]
-    vec = 16 // dtype.itemsize
+    vec = 16 // TORCH_DTYPE[precision].itemsize
+    hws = [(h, w) for h in range(1, 17) for w in range(1, 17) if h * w % vec == 0]
+    case = random_gather_case(rng, TORCH_DTYPE[precision], k_max=5, cout_max=40, batches=[1, 2, 3, 9],
+                              pick_hw=lambda: rng.choice(hws), tiled=False)
+    check_cols(case, precision, seed * 7057 + i, rng)
+
+
+def random_gather_case(rng: random.Random, dtype, *, k_max: int, cout_max: int, batches, pick_hw, tiled: bool) -> Case:
+    """A random problem for the columns kernel's gather in this dtype (any, for float64, which it does not take):
+    kernels to k_max with strides 1-4, dilation 1-2, padding past the kernel and output padding, groups, channel
+    tails, bias; whole images, or (tiled) images past one pixel tile with non-contiguous input at times."""
     for _ in range(1000):
         base = random_case(rng, max_hw=6, max_ch=2)
-        k = (rng.randint(1, 5), rng.randint(1, 5))
+        k = (rng.randint(1, k_max), rng.randint(1, k_max))
         s = (rng.randint(1, 4), rng.randint(1, 4))
         d = (rng.randint(1, 2), rng.randint(1, 2))
-        hw = rng.choice([(h, w) for h in range(1, 17) for w in range(1, 17) if h * w % vec == 0])
+        hw = pick_hw()
         g = rng.choice([1, 1, 2])
-        cin_g, cout_g = rng.choice([1, 7, 16, 40, 70]), rng.randint(1, 40)
-        case = Case(rng.choice([1, 2, 3, 9]), cin_g * g, cout_g * g, k, hw, s,
+        cin_g, cout_g = rng.choice([1, 7, 16, 40, 70]), rng.randint(1, cout_max)
+        case = Case(rng.choice(batches), cin_g * g, cout_g * g, k, hw, s,
                     (rng.randint(0, k[0]), rng.randint(0, k[1])),
-                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias)
-        if min(case.out_hw()) > 0 and not cols_shuffle(case) and (dtype == torch.float64 or cols_fits(case, dtype)):
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
+                    noncontiguous=tiled and base.noncontiguous)
+        if (min(case.out_hw()) > 0 and not cols_shuffle(case) and (hw[0] * hw[1] > cols_tile(case)[0]) == tiled
+                and (dtype == torch.float64 or cols_fits(case, dtype))):
             break
-    check_cols(case, precision, seed * 7057 + i, rng)
+    return case
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
@@ -383,23 +394,9 @@ def test_cols_tiled_cuda(seed, precision, i, monkeypatch):
     1 and 2 output channels a block."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_TILED_ALGOS[i % 4])
     rng = random.Random(seed * 7919 + i)
-    dtype = TORCH_DTYPE[precision]
-    vec = 16 // dtype.itemsize
-    for _ in range(1000):
-        base = random_case(rng, max_hw=6, max_ch=2)
-        k = (rng.randint(1, 9), rng.randint(1, 9))
-        s = (rng.randint(1, 4), rng.randint(1, 4))
-        d = (rng.randint(1, 2), rng.randint(1, 2))
-        hw = (rng.randint(9, 40), vec * rng.randint(1, 64 // vec))
-        g = rng.choice([1, 1, 2])
-        cin_g, cout_g = rng.choice([1, 7, 16, 40, 70]), rng.randint(1, 6)
-        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, hw, s,
-                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
-                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
-                    noncontiguous=base.noncontiguous)
-        if (min(case.out_hw()) > 0 and not cols_shuffle(case) and hw[0] * hw[1] > cols_tile(case)[0]
-                and (dtype == torch.float64 or cols_fits(case, dtype))):
-            break
+    vec = 16 // TORCH_DTYPE[precision].itemsize
+    case = random_gather_case(rng, TORCH_DTYPE[precision], k_max=9, cout_max=6, batches=[1, 2],
+                              pick_hw=lambda: (rng.randint(9, 40), vec * rng.randint(1, 64 // vec)), tiled=True)
     check_cols(case, precision, seed * 7919 + i, rng)
 
 

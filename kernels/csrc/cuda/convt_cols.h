@@ -27,7 +27,8 @@ bool cols_shuffle(const ConvTParams& p);
 bool cols_tiled(const ConvTParams& p);
 // Whether the gather copies the weights an element at a time (rows, or a block's columns, off 16 bytes).
 bool cols_weights_by_element(const ConvTParams& p, const at::Tensor& x);
-// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1). channels: gather's
+// depth: k a stage in 64-byte slices of each operand's rows (1 or 2; 0: the kernel's pick, 1; a gather that copies
+// its weights by element stages 1). channels: gather's
 // output channels a block (0: the kernel's pick; past what its column tile holds or breaking 16-byte column copies:
 // what the tile holds).
 void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
