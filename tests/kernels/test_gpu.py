@@ -351,7 +351,8 @@ def test_cols_gather_cuda(seed, precision, i, monkeypatch):
     pure-fill rows and columns, both tiles (128 and 256 pixels), several images and output channels a block and the
     batch or channels ending inside a tile, groups, channel tails, bias, outputs off alignment; its pick (fewer
     channels a block on small grids), 64 and 128 bytes of k a stage, then 1, 2 and 4 output channels a block forced
-    (or what the tile holds where a count breaks its 16-byte column copies)."""
+    (or what the tile holds where a count breaks its 16-byte column copies; on the 256-pixel tile, columns that fit
+    one warp column are split by k-steps over both, summed in shared memory)."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", COLS_GATHER_ALGOS[i % 6])
     rng = random.Random(seed * 7057 + i)
     vec = 16 // TORCH_DTYPE[precision].itemsize

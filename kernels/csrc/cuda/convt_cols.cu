@@ -104,20 +104,23 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(a));
 }
 
-// One staged chunk into the warp's 64 x 32 accumulators. As/Bs: [k][pixel] and [k][column] slabs.
-template <typename T, typename Tl, bool kStrict>
-__device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, const T* Bs, int wm, int wn,
-                                          int lane) {
-  constexpr int PA = Tl::PA, PB = Tl::PB;
+// One staged chunk into the warp's 64 x 32 accumulators, columns wcol.., k-steps of part kpart of kParts (the
+// whole chunk, or half of it where two warps share columns). As/Bs: [k][pixel] and [k][column] slabs.
+template <typename T, typename Tl, bool kStrict, int kParts>
+__device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, const T* Bs, int wm, int wcol,
+                                          int kpart, int lane) {
+  constexpr int PA = Tl::PA, PB = Tl::PB, kSpan = Tl::BK / kParts;
+  const int k0 = kpart * kSpan;
   if constexpr (std::is_same_v<T, float>) {
     // m16n8k8 TF32: a0 (pixel g, k t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, column g), b1 (t+4, g).
     // Strict fp32 splits each operand into a TF32 high part and the TF32 rounding of the rest (3xTF32: the
     // low x low product is below fp32's precision), small products first.
     const int gq = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int ks = 0; ks < Tl::BK; ks += 8) {
+    for (int step = 0; step < kSpan; step += 8) {
+      const int ks = k0 + step;
       const float* ap = As + (ks + t) * PA + wm * 64 + gq;
-      const float* bp = Bs + (ks + t) * PB + wn * 32 + gq;
+      const float* bp = Bs + (ks + t) * PB + wcol + gq;
       uint32_t b[4][2], bl[4][2];
 #pragma unroll
       for (int nj = 0; nj < 4; ++nj) {
@@ -150,19 +153,20 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4][4][4], const T* As, co
     }
   } else {
     // m16n8k16: the slabs are k-major, so each 8 x 8 fragment matrix is 8 k-rows of 8 pixels (or columns) and
-    // ldmatrix.trans hands thread (g, t) the pair (k 2t, 2t+1) of pixel (column) g. Lanes 8i..8i+7 address
-    // matrix i: A's are (k 0-7 | 8-15) x (pixels 0-7 | 8-15) in a0..a3 order, B's two n8 tiles' (k 0-7, 8-15).
-    const int i = lane >> 3, r = lane & 7;
+    // ldmatrix.trans hands thread (g, t) the pair (k 2t, 2t+1) of pixel (column) g. Lanes 8li..8li+7 address
+    // matrix li: A's are (k 0-7 | 8-15) x (pixels 0-7 | 8-15) in a0..a3 order, B's two n8 tiles' (k 0-7, 8-15).
+    const int li = lane >> 3, r = lane & 7;
 #pragma unroll
-    for (int ks = 0; ks < Tl::BK; ks += 16) {
+    for (int step = 0; step < kSpan; step += 16) {
+      const int ks = k0 + step;
       uint32_t a[4][4], b[4][2];
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi)
-        ldmatrix_x4_trans(a[mi], As + (ks + (i >> 1) * 8 + r) * PA + wm * 64 + mi * 16 + (i & 1) * 8);
+        ldmatrix_x4_trans(a[mi], As + (ks + (li >> 1) * 8 + r) * PA + wm * 64 + mi * 16 + (li & 1) * 8);
 #pragma unroll
       for (int jp = 0; jp < 2; ++jp) {
         uint32_t q[4];
-        ldmatrix_x4_trans(q, Bs + (ks + (i & 1) * 8 + r) * PB + wn * 32 + jp * 16 + (i >> 1) * 8);
+        ldmatrix_x4_trans(q, Bs + (ks + (li & 1) * 8 + r) * PB + wcol + jp * 16 + (li >> 1) * 8);
         b[2 * jp][0] = q[0];
         b[2 * jp][1] = q[1];
         b[2 * jp + 1][0] = q[2];
@@ -269,8 +273,8 @@ struct TapTables {
   int *row, *col, *row_n, *col_n;
 };
 
-// The warp's accumulators into the block's fp32 tile, [pixel][column] rows of PC floats.
-template <int PC>
+// The warp's accumulators into the block's fp32 tile, [pixel][column] rows of PC floats (kAdd: onto what is there).
+template <int PC, bool kAdd>
 __device__ __forceinline__ void stage_tile(const float (&acc)[4][4][4], float* cs, int wm, int wn, int lane) {
   const int gq = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -278,9 +282,16 @@ __device__ __forceinline__ void stage_tile(const float (&acc)[4][4][4], float* c
 #pragma unroll
     for (int nj = 0; nj < 4; ++nj)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<float2*>(cs + (wm * 64 + mi * 16 + gq + 8 * h) * PC + wn * 32 + nj * 8 + 2 * t) =
-            make_float2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
+      for (int h = 0; h < 2; ++h) {
+        float2* d = reinterpret_cast<float2*>(cs + (wm * 64 + mi * 16 + gq + 8 * h) * PC + wn * 32 + nj * 8 + 2 * t);
+        float2 v = make_float2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
+        if constexpr (kAdd) {
+          const float2 o = *d;
+          v.x += o.x;
+          v.y += o.y;
+        }
+        *d = v;
+      }
 }
 
 __device__ __forceinline__ TapTables tap_tables(int* base, const ColsGeom& sg) {
@@ -379,7 +390,10 @@ __device__ __forceinline__ void gather_sums(const float* cs, const TapTables& tt
   }
 }
 
-template <typename T, int KB, int WM, bool kStrict, bool kScalarB>
+// kKParts 2: a gather block's columns fit one warp column (one output channel a block), so the two warp columns
+// take the same columns and half of each chunk's k-steps each, summed in shared memory, rather than one of them
+// multiplying columns the block drops while its sub-partition's tensor pipe is shared with the other.
+template <typename T, int KB, int WM, bool kStrict, bool kScalarB, int kKParts>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_cols_kernel(const ConvTParams p, const ColsGeom sg, const T* __restrict__ x, const T* __restrict__ w,
                       const T* __restrict__ bias, T* __restrict__ y, bool pair) {
@@ -483,13 +497,20 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (next < nchunks) load_stage(next, next % kStages);
     cp_async_commit();
     const T* st = smem + (kc % kStages) * Tl::kStageElems;
-    mma_chunk<T, Tl, kStrict>(acc, st, st + BK * Tl::PA, wm, wn, lane);
+    mma_chunk<T, Tl, kStrict, kKParts>(acc, st, st + BK * Tl::PA, wm, kKParts == 2 ? 0 : wn * 32, kKParts == 2 ? wn : 0,
+                                       lane);
   }
 
   if (sg.gather) {
     cp_async_wait<0>();
     __syncthreads();  // the stage buffers become the tile
-    stage_tile<Tl::PC>(acc, cs, wm, wn, lane);
+    if constexpr (kKParts == 2) {
+      if (wn == 0) stage_tile<Tl::PC, false>(acc, cs, wm, 0, lane);
+      __syncthreads();
+      if (wn == 1) stage_tile<Tl::PC, true>(acc, cs, wm, 0, lane);
+    } else {
+      stage_tile<Tl::PC, false>(acc, cs, wm, wn, lane);
+    }
     // The tile's place again rather than kept in registers across the mainloop, which spilled in strict fp32.
     const Owned own = owned();
     if (!kEarlyTables) build_tap_tables<Tl::PC>(tt, sg, own, tid);
@@ -613,7 +634,7 @@ int pick_channels(const ConvTParams& p, int wm, int elem_bytes, int forced, int 
   return c;
 }
 
-template <typename T, int KB, int WM, bool kStrict, bool kScalarB>
+template <typename T, int KB, int WM, bool kStrict, bool kScalarB, int kKParts = 1>
 void launch_typed(const ConvTParams& p, const ColsGeom& sg, const at::Tensor& x, const at::Tensor& w,
                   const at::Tensor& b, at::Tensor& out, cudaStream_t stream) {
   using Tl = Tile<T, KB, WM>;
@@ -622,7 +643,7 @@ void launch_typed(const ConvTParams& p, const ColsGeom& sg, const at::Tensor& x,
   T* y = out.mutable_data_ptr<T>();
   // A column pair is two adjacent outputs of one row where the kernel width is even; one store needs the pair aligned.
   const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_cols_kernel<T, KB, WM, kStrict, kScalarB>;
+  auto kernel = convt_cols_kernel<T, KB, WM, kStrict, kScalarB, kKParts>;
   allow_dynamic_smem(kernel, Tl::kSmemBytes);
   kernel<<<static_cast<unsigned>(blocks), kThreads, Tl::kSmemBytes, stream>>>(
       p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
@@ -634,6 +655,8 @@ void launch_depth(const ConvTParams& p, const ColsGeom& sg, const at::Tensor& x,
                   const at::Tensor& b, at::Tensor& out, int depth, cudaStream_t stream) {
   if (sg.scalar_b) {  // gather only, 64 bytes of k a stage: its element copies are a stage's most instructions
     launch_typed<T, 1, WM, kStrict, true>(p, sg, x, w, b, out, stream);
+  } else if (WM == 4 && sg.gather && sg.n_eff <= 32 && depth != 2) {  // one warp column's worth: split its k-steps
+    if constexpr (WM == 4) launch_typed<T, 1, WM, kStrict, false, 2>(p, sg, x, w, b, out, stream);
   } else if (depth == 2) {
     launch_typed<T, 2, WM, kStrict, false>(p, sg, x, w, b, out, stream);
   } else {
