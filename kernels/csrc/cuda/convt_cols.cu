@@ -201,7 +201,7 @@ __device__ __forceinline__ void store_shuffled(const float (&acc)[4][4][4], cons
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         pix_ok[mi][h] = m < sg.m_total;
-        pix_off[mi][h] = img * img_out + int64_t(ih) * sg.kh * p.Wout + iw * sg.kw;
+        pix_off[mi][h] = img * img_out + int64_t(ih) * sg.kh * p.Wout + iw * sg.kw;  // < Wout < 2^31 (cols_supports)
         m += 8;
         iw += step_c;
         ih += step_r;
@@ -265,14 +265,6 @@ __device__ __forceinline__ void store_shuffled(const float (&acc)[4][4][4], cons
   }
 }
 
-// Gather: the block's tile holds every tap of its images x output channels; each output sums the taps that reach it.
-// Which taps reach an output depends on its row and column only, so the divisibility tests run once per output row
-// and column, into tables of tile offsets: [own_h][kh] row offsets, [own_w][kw] column offsets, then the [own_h] and
-// [own_w] counts, rows and columns local to the block's outputs.
-struct TapTables {
-  int *row, *col, *row_n, *col_n;
-};
-
 // The warp's accumulators into the block's fp32 tile, [pixel][column] rows of PC floats (kAdd: onto what is there).
 template <int PC, bool kAdd>
 __device__ __forceinline__ void stage_tile(const float (&acc)[4][4][4], float* cs, int wm, int wn, int lane) {
@@ -293,6 +285,14 @@ __device__ __forceinline__ void stage_tile(const float (&acc)[4][4][4], float* c
         *d = v;
       }
 }
+
+// Gather: the block's tile holds every tap of its images x output channels; each output sums the taps that reach it.
+// Which taps reach an output depends on its row and column only, so the divisibility tests run once per output row
+// and column, into tables of tile offsets: [own_h][kh] row offsets, [own_w][kw] column offsets, then the [own_h] and
+// [own_w] counts, rows and columns local to the block's outputs.
+struct TapTables {
+  int *row, *col, *row_n, *col_n;
+};
 
 __device__ __forceinline__ TapTables tap_tables(int* base, const ColsGeom& sg) {
   TapTables t;
@@ -698,6 +698,7 @@ bool cols_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& 
   const int wm = warps_m(p), bm = wm * 64, bn = 256 / wm;
   if (cols_shuffle(p)) {
     if (hw % vec != 0 || nc % vec != 0) return false;  // 16-byte input planes and weight rows
+    if (p.Wout >= (int64_t(1) << 31)) return false;        // a pixel's 32-bit column offset, iw x kw
   } else {
     // Gather: whole images a block (16-byte planes) or tiles of one (16-byte rows), whole output channels.
     if (p.KH * p.KW > bn || (hw <= bm ? hw % vec : p.Win % vec) != 0) return false;

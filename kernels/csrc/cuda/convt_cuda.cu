@@ -201,8 +201,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
 // cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
-// column), written as a pixel shuffle where kernel == stride or summed in shared memory for images of at most 256
-// pixels; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
+// column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
+// 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
 // taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
 // dwg, dwg1, dwg2, dwg2s, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: output channels
 // as M from registers, output columns as N from a pixel-major halo by descriptor; 1, 2 or 4 output rows a warpgroup
