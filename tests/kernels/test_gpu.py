@@ -219,12 +219,12 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
 @pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64", "depthwise-256-n16"])
 def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     """The decoder layers with 1-4 output channels a group, full size, on the path the heuristic picks for them: the
-    patch kernel (thousands of blocks, 4 and 9 phases, one and several channel chunks), but the columns kernel's
-    tiled gather for DCGAN 64->3 in TF32 and half types."""
+    patch kernel (thousands of blocks, 4 and 9 phases, one and several channel chunks) in strict fp32 and double and
+    for the depthwise layer, the cells kernel for FSRCNN and DCGAN 64->3 in TF32 and half types."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
-    tiled = layer == "dcgan-64-3-n64" and precision in ("float32-tf32", "float16", "bfloat16")
-    assert path_taken(case, TORCH_DTYPE[precision]) == ("cols" if tiled else "patch"), layer
+    cells = layer != "depthwise-256-n16" and precision in ("float32-tf32", "float16", "bfloat16")
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("cells" if cells else "patch"), layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
@@ -414,6 +414,65 @@ def test_cols_tiled_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     case = Case(*DECODER_LAYERS[layer], True)
     want = "ffma" if precision == "float64" else "cols"
     assert path_taken(case, TORCH_DTYPE[precision]) == want, layer
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
+def cells_offsets(k: int, s: int, p: int, d: int) -> int:
+    """Input offsets, least to greatest, that any phase's taps read along an axis (convt_cells.cu axis_offsets)."""
+    offs = [(r + p - kk * d) // s for r in range(s) for kk in range(k) if (r + p - kk * d) % s == 0]
+    return max(offs) - min(offs) + 1
+
+
+def cells_fits(case: Case, dtype) -> bool:
+    """The cells kernel's limits (convt_cells.cu geometry): fp32/fp16/bf16, a cell's outputs (Cout/g x sh x sw) at
+    most 16, input offsets at most 5 along the height, 8 along the width and 16 in all."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
+    if dtype == torch.float64 or case.cout // case.groups * sh * sw > 16 or max(kh, kw) > 127:
+        return False
+    if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
+        return False
+    uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
+    return uh <= 5 and uw <= 8 and uh * uw <= 16
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random strided problems forced onto the cells kernel (a cell's sh x sw outputs x its output channels as GEMM
+    columns, input channels x the offsets the taps read as its reduction): strides 1-4 a axis, 1-16 outputs a cell
+    (one or two n8 tiles), kernels past and below the stride, padding past the kernel, output padding (cells the
+    output cuts), dilation, pure-fill phases, several 8 x 32-cell tiles a image and tiles cut by its edges, channel
+    chunks with a tail and fewer channels than a chunk, groups, batch, bias, non-contiguous input, outputs off
+    alignment. float64, which it does not take, checks the fallback."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "cells")
+    rng = random.Random(seed * 8191 + i)
+    dtype = TORCH_DTYPE[precision]
+    for _ in range(1000):
+        base = random_case(rng, max_hw=6, max_ch=2)
+        s = (rng.randint(1, 4), rng.randint(1, 4))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        k = (rng.randint(1, 3 * s[0]), rng.randint(1, 3 * s[1]))
+        g = rng.choice([1, 1, 2])
+        cin_g, cout_g = rng.choice([1, 5, 8, 17, 40]), rng.randint(1, max(1, 16 // (s[0] * s[1])))
+        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, (rng.randint(1, 24), rng.randint(1, 80)), s,
+                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
+                    noncontiguous=base.noncontiguous)
+        if min(case.out_hw()) > 0 and cells_fits(case, torch.float32):
+            break
+    want = "cells" if cells_fits(case, dtype) else "ffma"
+    assert path_taken(case, dtype) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 8191 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
+def test_cells_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """FSRCNN's 9x9 stride-3 layer (9 outputs a cell, 16 offsets, 256 x 256 images: 256 tiles) and DCGAN's 64->3
+    layer (12 outputs a cell, 9 offsets, batch 64), full size, forced onto the cells kernel."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "cells")
+    case = Case(*DECODER_LAYERS[layer], True)
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("ffma" if precision == "float64" else "cells"), layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 

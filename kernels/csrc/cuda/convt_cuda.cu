@@ -19,6 +19,7 @@
 #include <string>
 
 #include "../convt_params.h"
+#include "convt_cells.h"
 #include "convt_cols.h"
 #include "convt_dense.h"
 #include "convt_dwg.h"
@@ -199,7 +200,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
-// path for 1-4 output channels a group that stages input for every phase of a block; k: the split);
+// path for 1-4 output channels a group that stages input for every phase of a block; k: the split); cells (a
+// strided layer's cells, sh x sw outputs x its few output channels, as the columns of one implicit GEMM);
 // cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
 // column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
 // 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
@@ -215,9 +217,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cols, dense and strip
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cells, cols, dense and strip
 // fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kCols, kDense, kDwg, kStrip, kTc, kWg, kWgh };
+enum class Path { kFfma, kRows, kPatch, kCells, kCols, kDense, kDwg, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -249,6 +251,7 @@ constexpr Forced kForced[] = {
     {"patchk1", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 1}},
     {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
     {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
+    {"cells", {Path::kCells}},
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
@@ -325,11 +328,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kPatch && !patch_supports(p)) a.path = Path::kFfma;
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
+      if (a.path == Path::kCells && !cells_supports(p, x)) a.path = Path::kFfma;
       if (a.path == Path::kDwg && !dwg_supports(p, x, tf32, a.dwg)) a.path = Path::kDense;
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -358,6 +362,17 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 52.0 in fp16, 22.9 against 45.8 in bf16 (cuDNN 54-61); strict fp32 a tie (33.7 against 33.4), which the patch
   // kernel keeps. FSRCNN's 81 columns (copied an element at a time, a tile's own pixels 47% of it) lose: 48 against
   // 41.5 us in TF32, 61 against 52 in fp16.
+  // Before both, the cells kernel (a strided layer's cells, sh x sw outputs x its 1-4 output channels, as the columns
+  // of one implicit GEMM on tensor cores, every output written once) in TF32 and half types, where an image has cells
+  // to fill its 8 x 32-cell blocks. GPU time alone on an H200 (bench.gpu_time, session 27, us, against the path taken
+  // before): fsrcnn-56-1-n1 27.8 against the patch kernel's 41.5 in TF32, 20.2 against 52.4 in fp16 and bf16;
+  // dcgan-64-3-n64 25.0 against the tiled gather's 26.9 in TF32, 18.4 against 21.5 in fp16 (cuDNN 54-61, 495 for
+  // FSRCNN in half types). Strict fp32 (3xTF32 on a GEMM a third of whose products are padding) loses there, 61
+  // against 42 and 45 against 34, and stays on the patch kernel.
+  if (p.Cin_g >= 16 && p.Cout_g <= 4 && p.sh * p.sw >= 2 && (dtype != at::kFloat || tf32) &&
+      phase_extent(0, p.sh, p.Hout) * phase_extent(0, p.sw, p.Wout) >= 128 && phase_extent(0, p.sw, p.Wout) >= 16 &&
+      cells_supports(p, x))
+    return {Path::kCells};
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && (dtype != at::kFloat || tf32) && cols_tiled(p) && cols_supports(p, x, w) &&
       !cols_weights_by_element(p, x))
     return {Path::kCols};
@@ -457,6 +472,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
+    case Path::kCells: launch_cells(p, x, w, b, out, tf32, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
@@ -483,6 +499,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kTc: return "tc";
     case Path::kRows: return "rows";
     case Path::kPatch: return "patch";
+    case Path::kCells: return "cells";
     case Path::kCols: return "cols";
     case Path::kDense: return "dense";
     case Path::kDwg: return "dwg";
