@@ -1,11 +1,11 @@
-// The cells path (see convt_cells.h). A block of 4 warps owns 8 x 32 cells of one image and group; a warp 2 rows of
-// 32 cells, four 16-cell m-tiles, against one or two n8 tiles of a cell's outputs, on mma.sync: m16n8k8 TF32 for fp32
+// The cells path (see convt_cells.h). A block of 8 warps owns 8 x 32 cells of one image and group, a warp one row of
+// them as two 16-cell m-tiles against one or two n8 tiles of a cell's outputs, on mma.sync: m16n8k8 TF32 for fp32
 // (3xTF32 for strict fp32), m16n8k16 for fp16/bf16. Per chunk of input channels (8 fp32, 16 half) the block stages
 // the input rows and columns its cells' offsets reach, channel-last, 32 bytes of k a cell at a 48-byte pitch (so one
 // ldmatrix.x4 is a 16-cell A fragment at any column shift, its 8-row matrices in 8 bank groups), and the chunk's
 // weights as B fragments, one 16-byte (or 8-byte) load a lane an offset. Each offset of the reduction is then a
-// shift of the ldmatrix addresses. Staging goes through registers: the next chunk's global loads are issued before
-// this chunk's mma and stored after it (one barrier a chunk), which is also where fp32 is rounded to TF32 once.
+// shift of the ldmatrix addresses. The input goes through registers in two halves, each loaded before half of this
+// chunk's offsets and stored after them (one barrier a chunk); fp32 is rounded to TF32 there, once.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
@@ -77,7 +77,7 @@ bool axis_offsets(int64_t s, int64_t pad, int64_t dil, int64_t K, int& u, int& d
   return true;
 }
 
-// m_tiles == 0 where the shape is outside the kernel's limits (convt_cells.h).
+// False where the shape is outside the kernel's limits (convt_cells.h).
 bool geometry(const ConvTParams& p, CellsGeom& sg) {
   const int64_t n = p.Cout_g * p.sh * p.sw;
   if (n > 16 || p.KH > 127 || p.KW > 127) return false;
