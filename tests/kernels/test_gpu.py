@@ -417,6 +417,10 @@ def test_cols_tiled_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+# The cells kernel: its pick, then one and two mma k-steps a chunk.
+CELLS_ALGOS = ["cells", "cellsk1", "cellsk2"]
+
+
 def cells_offsets(k: int, s: int, p: int, d: int) -> int:
     """Input offsets, least to greatest, that any phase's taps read along an axis (convt_cells.cu axis_offsets)."""
     offs = [(r + p - kk * d) // s for r in range(s) for kk in range(k) if (r + p - kk * d) % s == 0]
@@ -443,8 +447,9 @@ def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
     (one or two n8 tiles), kernels past and below the stride, padding past the kernel, output padding (cells the
     output cuts), dilation, pure-fill phases, several 8 x 32-cell tiles a image and tiles cut by its edges, channel
     chunks with a tail and fewer channels than a chunk, groups, batch, bias, non-contiguous input, outputs off
-    alignment. float64, which it does not take, checks the fallback."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", "cells")
+    alignment; its pick, then one and two mma k-steps a chunk of input channels. float64, which it does not take,
+    checks the fallback."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", CELLS_ALGOS[i % 3])
     rng = random.Random(seed * 8191 + i)
     dtype = TORCH_DTYPE[precision]
     for _ in range(1000):
@@ -467,10 +472,12 @@ def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
-def test_cells_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+@pytest.mark.parametrize("algo", ["cellsk1", "cellsk2"])
+def test_cells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
     """FSRCNN's 9x9 stride-3 layer (9 outputs a cell, 16 offsets, 256 x 256 images: 256 tiles) and DCGAN's 64->3
-    layer (12 outputs a cell, 9 offsets, batch 64), full size, forced onto the cells kernel."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", "cells")
+    layer (12 outputs a cell, 9 offsets, batch 64), full size, forced onto the cells kernel at one and two k-steps a
+    chunk."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     case = Case(*DECODER_LAYERS[layer], True)
     assert path_taken(case, TORCH_DTYPE[precision]) == ("ffma" if precision == "float64" else "cells"), layer
     check_cuda(case, precision, seed, ref_device="cuda")

@@ -32,7 +32,6 @@ constexpr int kMaxUH = 5;                  // input offsets along the height (th
 constexpr int kMaxUU = 16;                 // offsets in all (a B register each a chunk)
 constexpr int kMaxS = 16;                  // stride a axis (a cell's outputs are at most 16)
 constexpr int kPitchC = kBC + kMaxU;       // staged cells a halo row (32 + uw - 1 used)
-constexpr int kCellWords = 12;             // 8 words of k and 4 of padding: 8 consecutive cells hit 8 bank groups
 constexpr int kMaxHR = kBR + kMaxUH - 1;
 constexpr int kSlots = (kMaxHR * kPitchC + kThreads - 1) / kThreads;  // a thread's staged cells, at most
 
@@ -113,6 +112,10 @@ bool geometry(const ConvTParams& p, CellsGeom& sg) {
   return sg.blocks < lim;
 }
 
+// Words a staged cell: 8 a k-step (8 fp32 or 16 half channels) and 4 of padding, so 8 consecutive cells at this
+// pitch (48 or 80 bytes) hit 8 distinct 16-byte bank groups.
+__host__ __device__ constexpr int cell_words(int ks) { return 8 * ks + 4; }
+
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -138,7 +141,8 @@ __device__ __forceinline__ void split_tf32(uint32_t raw, uint32_t& hi, uint32_t&
   lo = tf32_round(f - __uint_as_float(hi));
 }
 
-template <typename T, bool kStrict, int NT>
+// KS: k-steps a chunk (8 or 16 fp32 channels, 16 or 32 half).
+template <typename T, bool kStrict, int NT, int KS>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_cells_kernel(const ConvTParams p, const CellsGeom sg, const T* __restrict__ x, const T* __restrict__ w,
                        const T* __restrict__ bias, T* __restrict__ y) {
@@ -146,13 +150,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr bool kRound = !kHalf && !kStrict;  // TF32: rounded once, as staged
   constexpr int NP = 8 * NT;                   // a cell's outputs, padded to the n8 tiles
   constexpr int BW = 2 * NT;                   // B words a lane an offset
-  constexpr int kPerO = 32 * BW;               // B words an offset
+  constexpr int kPerK = 32 * BW;               // B words an offset a k-step
+  constexpr int kPerO = KS * kPerK;            // B words an offset
   constexpr int kBSlots = (kMaxUU * kPerO + kThreads - 1) / kThreads;
+  constexpr int kCellWords = cell_words(KS);
   extern __shared__ __align__(16) uint32_t sm[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int halo_words = sg.hr * kPitchC * kCellWords, wb_words = sg.u * kPerO;
   uint32_t* halo = sm;                                     // [2][hr][kPitchC][kCellWords]
-  uint32_t* wb = sm + 2 * halo_words;                      // [2][u][lane][BW], fragment order
+  uint32_t* wb = sm + 2 * halo_words;                      // [2][u][KS][lane][BW], fragment order
   int* toff = reinterpret_cast<int*>(wb + 2 * wb_words);   // [u][NP]: the weight a (offset, output) reads, or -1
 
   unsigned blk = blockIdx.x;  // < 2^31 (cells_supports)
@@ -194,16 +200,17 @@ __global__ void __launch_bounds__(kThreads, 2)
     goff[s] = r < sg.hr && c < sg.hcu && ih >= 0 && ih < sg.hin && iw >= 0 && iw < sg.win ? ih * sg.win + iw : -1;
   }
   const unsigned hwi = unsigned(sg.hin) * unsigned(sg.win);
-  // A word's channels: fp32 one, half types a pair; words 4h..4h+3 a half.
-  constexpr int KC = kHalf ? 16 : 8;  // input channels a chunk
-  constexpr int CW = kHalf ? 2 : 1;   // channels a word
-  uint32_t av[kSlots][4][CW];
+  // A word's channels: fp32 one, half types a pair; words 4 KS h .. 4 KS h + 4 KS - 1 a half.
+  constexpr int KC = (kHalf ? 16 : 8) * KS;  // input channels a chunk
+  constexpr int CW = kHalf ? 2 : 1;          // channels a word
+  constexpr int HW = 4 * KS;                 // words a half
+  uint32_t av[kSlots][HW][CW];
   auto load_a = [&](int kc, int h) {
-    const int c = kc * KC + 4 * h * CW;
+    const int c = kc * KC + HW * h * CW;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s)
 #pragma unroll
-      for (int q = 0; q < 4 * CW; ++q) {
+      for (int q = 0; q < HW * CW; ++q) {
         const bool ok = goff[s] >= 0 && c + q < sg.cin_g;
         av[s][q / CW][q % CW] = ok ? __ldg(xg + (static_cast<unsigned>(goff[s]) + unsigned(c + q) * hwi)) : 0u;
       }
@@ -213,22 +220,26 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int s = 0; s < kSlots; ++s) {
       const int e = tid + kThreads * s;
       if (e < sg.hr * kPitchC) {
-        uint32_t v[4];
+        uint32_t v[HW];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
+        for (int q = 0; q < HW; ++q) {
           v[q] = av[s][q][0];
           if constexpr (kHalf) v[q] |= av[s][q][CW - 1] << 16;
           if constexpr (kRound) v[q] = tf32_bits(v[q]);
         }
-        *reinterpret_cast<uint4*>(halo + buf * halo_words + e * kCellWords + 4 * h) = make_uint4(v[0], v[1], v[2], v[3]);
+        uint32_t* dst = halo + buf * halo_words + e * kCellWords + HW * h;
+#pragma unroll
+        for (int q = 0; q < HW; q += 4)
+          *reinterpret_cast<uint4*>(dst + q) = make_uint4(v[q], v[q + 1], v[q + 2], v[q + 3]);
       }
     }
   };
   // B staging, after a chunk's mma (the weights are small and L1-resident): a thread owns one B word of every
   // kThreads / kPerO-th offset, its output and k fixed (m16n8k8 b0/b1 hold k t / t + 4 of column g, m16n8k16 b0/b1
   // the pairs at k 2t / 2t + 8), and its offsets' weight positions in registers.
-  const int brem = tid % kPerO, bl = brem / BW, br = brem % BW;
-  const int bn = (bl >> 2) + 8 * (br >> 1), bk = kHalf ? 2 * (bl & 3) + 8 * (br & 1) : (bl & 3) + 4 * (br & 1);
+  const int orem = tid % kPerO, bks = orem / kPerK, brem = orem % kPerK, bl = brem / BW, br = brem % BW;
+  const int bn = (bl >> 2) + 8 * (br >> 1);
+  const int bk = (kHalf ? 2 * (bl & 3) + 8 * (br & 1) : (bl & 3) + 4 * (br & 1)) + bks * (kHalf ? 16 : 8);
   int btap[kBSlots];
   auto stage_b = [&](int kc, int buf) {
     const int c = kc * KC + bk;
@@ -256,7 +267,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][nt][e] = 0.f;
 
-  // The lane's ldmatrix row in m-tile 0: cell lane & 15 of the warp's row, k words 0-3 (lanes 0-15) or 4-7.
+  // The lane's ldmatrix row in m-tile 0: cell lane & 15 of the warp's row, k words 0-3 (lanes 0-15) or 4-7 of k-step
+  // 0 (k-step ks 8 words on).
   const uint32_t a_lane = static_cast<uint32_t>(__cvta_generic_to_shared(halo)) +
                           ((warp * kPitchC + (lane & 15)) * kCellWords + (lane >> 4) * 4) * 4;
   // Offset rows [i0, i1) of a chunk: each offset is a shift of the lane's ldmatrix address, a row kPitchC cells on.
@@ -266,22 +278,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int i = i0; i < i1; ++i, a_row += kPitchC * kCellWords * 4, brow += sg.uw * kPerO) {
       uint32_t a_o = a_row;
       const uint32_t* bsrc = brow;
-      for (int j = 0; j < sg.uw; ++j, a_o += kCellWords * 4, bsrc += kPerO) {
+      for (int j = 0; j < sg.uw; ++j, a_o += kCellWords * 4, bsrc += kPerO)
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
         uint32_t b[NT][2];
         if constexpr (NT == 2) {
-          const uint4 q = *reinterpret_cast<const uint4*>(bsrc);
+          const uint4 q = *reinterpret_cast<const uint4*>(bsrc + ks * kPerK);
           b[0][0] = q.x;
           b[0][1] = q.y;
           b[1][0] = q.z;
           b[1][1] = q.w;
         } else {
-          const uint2 q = *reinterpret_cast<const uint2*>(bsrc);
+          const uint2 q = *reinterpret_cast<const uint2*>(bsrc + ks * kPerK);
           b[0][0] = q.x;
           b[0][1] = q.y;
         }
         uint32_t a[2][4];
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) ldsm_x4(a[mi], a_o + mi * 16 * kCellWords * 4);
+        for (int mi = 0; mi < 2; ++mi) ldsm_x4(a[mi], a_o + (mi * 16 * kCellWords + 8 * ks) * 4);
         if constexpr (kStrict) {
           uint32_t bh[NT][2], blo[NT][2];
 #pragma unroll
@@ -376,19 +390,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-int smem_bytes(const CellsGeom& sg, int nt) {
-  return 4 * (2 * sg.hr * kPitchC * kCellWords + 2 * sg.u * 64 * nt + sg.u * 8 * nt);
+int smem_bytes(const CellsGeom& sg, int nt, int ks) {
+  return 4 * (2 * sg.hr * kPitchC * cell_words(ks) + 2 * sg.u * ks * 64 * nt + sg.u * 8 * nt);
 }
 
 template <typename T, bool kStrict>
 void launch_typed(const ConvTParams& p, CellsGeom& sg, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, cudaStream_t stream) {
-  constexpr int KC = sizeof(T) == 2 ? 16 : 8;
-  sg.nchunks = static_cast<int>((p.Cin_g + KC - 1) / KC);
+                  at::Tensor& out, int ks, cudaStream_t stream) {
+  const int kc = (sizeof(T) == 2 ? 16 : 8) * ks;
+  sg.nchunks = static_cast<int>((p.Cin_g + kc - 1) / kc);
   if (sg.blocks == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   auto go = [&](auto kernel, int nt) {
-    const int bytes = smem_bytes(sg, nt);
+    const int bytes = smem_bytes(sg, nt, ks);
     allow_dynamic_smem(kernel, bytes);
     kernel<<<static_cast<unsigned>(sg.blocks), kThreads, bytes, stream>>>(p, sg, x.const_data_ptr<T>(),
                                                                           w.const_data_ptr<T>(), bp,
@@ -396,9 +410,15 @@ void launch_typed(const ConvTParams& p, CellsGeom& sg, const at::Tensor& x, cons
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
   if (sg.n <= 8) {
-    go(convt_cells_kernel<T, kStrict, 1>, 1);
+    if (ks == 2) {
+      go(convt_cells_kernel<T, kStrict, 1, 2>, 1);
+    } else {
+      go(convt_cells_kernel<T, kStrict, 1, 1>, 1);
+    }
+  } else if (ks == 2) {
+    go(convt_cells_kernel<T, kStrict, 2, 2>, 2);
   } else {
-    go(convt_cells_kernel<T, kStrict, 2>, 2);
+    go(convt_cells_kernel<T, kStrict, 2, 1>, 2);
   }
 }
 
@@ -412,19 +432,27 @@ bool cells_supports(const ConvTParams& p, const at::Tensor& x) {
 }
 
 void launch_cells(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                  bool tf32, cudaStream_t stream) {
+                  bool tf32, int ksteps, cudaStream_t stream) {
+  CONVT_CHECK(ksteps >= 0 && ksteps <= 2, "convt: the cells kernel stages 1 or 2 k-steps a chunk, not ", ksteps);
   CellsGeom sg;
   CONVT_CHECK(geometry(p, sg), "convt: the cells kernel does not take this shape");
+  // Two k-steps a chunk halve the chunks' barriers and exposed load latencies, but where they pad the last chunk past
+  // what one k-step a chunk pads, the padding's mma costs more (GPU time alone, H200, one against two: dcgan-64-3-n64,
+  // 64 channels, TF32 25.2 -> 23.5 us, fp16 18.5 -> 17.6; fsrcnn-56-1-n1, 56 channels, TF32 28.0 -> 31.8, fp16 20.3
+  // -> 20.4).
+  const int64_t kc1 = x.element_size() == 2 ? 16 : 8;
+  const bool no_pad = (p.Cin_g + 2 * kc1 - 1) / (2 * kc1) * 2 == (p.Cin_g + kc1 - 1) / kc1;
+  const int ks = ksteps != 0 ? ksteps : no_pad ? 2 : 1;
   switch (x.scalar_type()) {
     case at::kFloat:
       if (tf32) {
-        launch_typed<float, false>(p, sg, x, w, b, out, stream);
+        launch_typed<float, false>(p, sg, x, w, b, out, ks, stream);
       } else {
-        launch_typed<float, true>(p, sg, x, w, b, out, stream);
+        launch_typed<float, true>(p, sg, x, w, b, out, ks, stream);
       }
       break;
-    case at::kHalf: launch_typed<at::Half, false>(p, sg, x, w, b, out, stream); break;
-    case at::kBFloat16: launch_typed<at::BFloat16, false>(p, sg, x, w, b, out, stream); break;
+    case at::kHalf: launch_typed<at::Half, false>(p, sg, x, w, b, out, ks, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16, false>(p, sg, x, w, b, out, ks, stream); break;
     default: TORCH_CHECK(false, "convt: the cells kernel takes float32, float16 and bfloat16");
   }
 }

@@ -16,7 +16,8 @@ namespace convt {
 // fp16, bf16, fp32 (TF32 products where tf32, else 3xTF32); a cell's outputs (Cout/g x sh x sw) at most 16; the
 // input offsets the taps read at most 8 a axis; 32-bit sizes within an image and a group's weights.
 bool cells_supports(const ConvTParams& p, const at::Tensor& x);
+// ksteps: mma k-steps a chunk of input channels (1: 8 fp32 or 16 half channels, 2: twice that; 0: the kernel's pick).
 void launch_cells(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                  bool tf32, cudaStream_t stream);
+                  bool tf32, int ksteps, cudaStream_t stream);
 
 }  // namespace convt

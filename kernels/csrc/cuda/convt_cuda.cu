@@ -200,8 +200,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // CONVT_CUDA_ALGO forces a path (tests and benchmarks reach every one this way):
 // ffma; rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8 (the FFMA path for 1-4 output channels a
 // group: outputs a thread, k: warps splitting the input channels); patch, patchk1, patchk2, patchk4 (the FFMA
-// path for 1-4 output channels a group that stages input for every phase of a block; k: the split); cells (a
-// strided layer's cells, sh x sw outputs x its few output channels, as the columns of one implicit GEMM);
+// path for 1-4 output channels a group that stages input for every phase of a block; k: the split); cells,
+// cellsk1, cellsk2 (a strided layer's cells, sh x sw outputs x its few output channels, as the columns of one
+// implicit GEMM; k: mma k-steps a chunk of input channels);
 // cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
 // column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
 // 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
@@ -232,6 +233,7 @@ struct Algo {
   DenseTile dense;  // the dense kernel's m-tiles a warp and warps a block; 0s: its pick
   DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup, warpgroups a block and columns; 0s: its pick
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
+  int cells = 0;          // the cells kernel's k-steps a chunk; 0: its pick
 };
 
 struct Forced {
@@ -252,6 +254,8 @@ constexpr Forced kForced[] = {
     {"patchk2", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 2}},
     {"patchk4", {Path::kPatch, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 4}},
     {"cells", {Path::kCells}},
+    {"cellsk1", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 1}},
+    {"cellsk2", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 2}},
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
@@ -333,7 +337,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -472,7 +476,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kTc: launch_tc(p, x, w, b, out, tf32 ? Fp32Mode::kTF32 : Fp32Mode::k3xTF32, algo.tc_tile, stream); break;
     case Path::kRows: launch_rows(p, x, w, b, out, algo.rows, stream); break;
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
-    case Path::kCells: launch_cells(p, x, w, b, out, tf32, stream); break;
+    case Path::kCells: launch_cells(p, x, w, b, out, tf32, algo.cells, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
