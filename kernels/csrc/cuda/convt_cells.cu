@@ -186,8 +186,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     toff[e] = v;
   }
 
-  // A staging: a thread a staged cell (lanes along a halo row, so the global reads are whole lines), four words of
-  // k a half-chunk, stored as one 16-byte write (8 consecutive cells at the 48-byte pitch hit 8 bank groups). Staged
+  // A staging: a thread a staged cell (lanes along a halo row, so the global reads are whole lines), 4 KS words of k
+  // a half-chunk, stored as KS 16-byte writes (8 consecutive cells at the cell pitch hit 8 bank groups). Staged
   // cell e is halo row e / kPitchC, column e % kPitchC; columns past the used ones stay unread. Each half is loaded
   // before half of this chunk's offsets and stored after them: half the registers in flight. Half types keep a
   // word's two 16-bit loads apart until the store, so nothing waits on a load before the mma. Offsets are 32-bit
