@@ -135,12 +135,6 @@ __device__ __forceinline__ const P* opaque(const P* p) {
   return p;
 }
 
-__device__ __forceinline__ void split_tf32(uint32_t raw, uint32_t& hi, uint32_t& lo) {
-  const float f = __uint_as_float(raw);
-  hi = tf32_round(f);
-  lo = tf32_round(f - __uint_as_float(hi));
-}
-
 // KS: k-steps a chunk (8 or 16 fp32 channels, 16 or 32 half).
 template <typename T, bool kStrict, int NT, int KS>
 __global__ void __launch_bounds__(kThreads, 2)

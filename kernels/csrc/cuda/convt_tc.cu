@@ -27,12 +27,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
-__device__ __forceinline__ void split_tf32(uint32_t v, uint32_t& hi, uint32_t& lo) {
-  const float f = __uint_as_float(v);
-  hi = tf32_round(f);
-  lo = tf32_round(f - __uint_as_float(hi));
-}
-
 __device__ __forceinline__ void cp_async16(uint32_t* dst, const uint32_t* src, bool valid) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   // src-size 0 writes 16 zero bytes: padding and taps past the image edge.

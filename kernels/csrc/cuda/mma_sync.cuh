@@ -1,5 +1,6 @@
 // mma.sync as both mma.sync kernels issue it (convt_tc.cu, convt_cols.cu): c += a x b on one 16 x 8 tile with fp32
-// accumulators, m16n8k8 for TF32 and m16n8k16 for fp16/bf16, and the rounding that makes an fp32 a TF32 operand.
+// accumulators, m16n8k8 for TF32 and m16n8k16 for fp16/bf16, and the rounding that makes an fp32 a TF32 operand
+// (and 3xTF32's hi/lo split).
 // Included into each .cu's anonymous namespace (convt_tc.cu, convt_wg.cu and convt_wgh.cu through tc_common.cuh);
 // the includer has already included cuda_fp16.h, cuda_bf16.h, ATen's Half and BFloat16, and <cstdint>.
 #pragma once
@@ -8,6 +9,13 @@ __device__ __forceinline__ uint32_t tf32_round(float f) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
   return r;
+}
+
+// 3xTF32's operand split: hi the TF32 rounding of an fp32 (its bits), lo the TF32 rounding of what hi leaves.
+__device__ __forceinline__ void split_tf32(uint32_t v, uint32_t& hi, uint32_t& lo) {
+  const float f = __uint_as_float(v);
+  hi = tf32_round(f);
+  lo = tf32_round(f - __uint_as_float(hi));
 }
 
 template <typename T>
