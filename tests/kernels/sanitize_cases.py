@@ -74,6 +74,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dws4", True),
     (3, 40, 32, (3, 5), (70, 300), 1, (1, 2), 0, 1, 1, torch.float16, "dws", True),
     (2, 32, 128, (3, 3), (50, 140), 1, 1, 0, 1, 2, torch.bfloat16, "dws23", True),
+    # its ping-pong form: the two consumer warpgroups take a block's 4-5 tiles in turn (an odd count leaves the last
+    # one to the first warpgroup); TF32 with dilation and two channel tiles, fp16 with a chunk tail
+    (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp4", True),
+    (3, 40, 32, (3, 5), (70, 300), 1, (1, 2), 0, 1, 1, torch.float16, "dwp4", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

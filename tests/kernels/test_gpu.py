@@ -541,10 +541,11 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
 
 # The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
 # double to ffma.
-# rows a (consumer) warpgroup, its warpgroups, columns; dws*: warp-specialized and persistent (v18)
+# rows a (consumer) warpgroup, its warpgroups, columns; dws*: warp-specialized and persistent (v18); dwp*: v18
+# ping-pong, a tile one warpgroup's rows
 DWG_TILES = {"dwg": (2, 2, 128), "dwg1": (1, 2, 128), "dwg2": (2, 2, 128), "dwg2s": (2, 2, 64), "dwg4": (4, 2, 64),
              "dwg23": (2, 3, 128), "dwg14": (1, 4, 128), "dwg24": (2, 4, 64),
-             "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128)}
+             "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128), "dwp4": (4, 2, 64)}
 DWG_ALGOS = list(DWG_TILES)
 
 
@@ -554,11 +555,11 @@ def dwg_smem_bytes(algo, itemsize, k, d):
     rows, groups, cols = DWG_TILES[algo]
     up = lambda a, b: -(-a // b) * b  # noqa: E731
     vec = 16 // itemsize
-    hr = rows * groups + (k[0] - 1) * d[0]
+    hr = rows * (1 if algo.startswith("dwp") else groups) + (k[0] - 1) * d[0]
     rp = up(vec - 1 + cols + (k[1] - 1) * d[1], vec)
     plane = up(hr * rp, 32)
     raw = 8 * (plane + (8 if itemsize == 2 else 0))
-    if algo.startswith("dws"):  # v18: 64 bytes of mbarriers, no copy table
+    if algo.startswith(("dws", "dwp")):  # v18: 64 bytes of mbarriers, no copy table
         return 4 * (16 + 16 * plane + 2 * k[0] * k[1] * 512 + 2 * raw)
     return 4 * (8 + 16 * plane + 2 * k[0] * k[1] * 512 + up(hr * rp // vec, 4) + 2 * raw)
 
@@ -613,7 +614,7 @@ def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
-@pytest.mark.parametrize("algo", ["dws", "dws4", "dws23", "dws13"])
+@pytest.mark.parametrize("algo", ["dws", "dws4", "dws23", "dws13", "dwp4"])
 def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
     """The warp-specialized tiles on problems of more tiles than SMs, so that each block walks several and its
     producer stages the next tile's chunks while the consumers finish one: output channels past one tile with a
@@ -661,7 +662,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
-                                  "dws4", "dws23", "dws13", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+                                  "dws4", "dws23", "dws13", "dwp4", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
                                   "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):

@@ -279,6 +279,7 @@ constexpr Forced kForced[] = {
     {"dws4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true}}},
     {"dws23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3, 64, true}}},
     {"dws13", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 3, 128, true}}},
+    {"dwp4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
@@ -337,7 +338,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, strip, strip4, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -413,12 +414,19 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // taken before): fp16 kb57 1.80 (dws4) against 2.47, kb65 0.80 (dws4) against 1.15, kb69 1.38 (dws23) against
   // 1.81 (wg), kb71 0.43 (dws) against 0.61 (dense), kb78 0.58 (dws) against 0.75; TF32 kb57 3.19 (dws4) against
   // 3.64, kb65 1.51 against 1.68, kb71 0.76 against 0.82 (dense), kb78 1.11 (dws) against 1.23. At 128 output
-  // channels in TF32 (kb69) it ties wgmma's phase path (2.55 against 2.49), which stays.
+  // channels in TF32 (kb69) it ties wgmma's phase path (2.55 against 2.49).
+  // Its ping-pong form (dwp4: the two consumer warpgroups take 4-row tiles in turn, one storing while the other
+  // computes) where a halo row feeds 15 or more taps: a 4-row tile's halo is 1.5x its rows against 1.25x for dws4's
+  // 8, so the producer, already the limit, has more to transpose a product; the taps pay for it. GPU time alone on
+  // an H200 (bench.gpu_time, session 28, ms, against the pick before): TF32 kb65 1.27 against 1.34, kb69 2.22 against
+  // wgmma's 2.39; fp16 kb65 0.68 against 0.75, kb69 1.19 against 1.33; it loses at 9 taps (kb57 TF32 3.19 against
+  // 2.93) and at 32 output channels (kb78 TF32 1.11 against 1.07, fp16 0.62 against 0.53).
+  const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
-      (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && p.Cout_g <= 64))) {
+      (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     const bool half = dtype != at::kFloat;
-    const DwgTile rows4{4, 2, 64, true}, rows2{2, 2, 128, true}, groups3{2, 3, 64, true};
-    const DwgTile first = half && p.Cout_g <= 32 ? rows2 : half && p.Cout_g > 64 ? groups3 : rows4;
+    const DwgTile rows4{4, 2, 64, true}, rows2{2, 2, 128, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
+    const DwgTile first = ping_pong ? pp4 : half && p.Cout_g <= 32 ? rows2 : half && p.Cout_g > 64 ? groups3 : rows4;
     for (const DwgTile t : {first, rows4, groups3, DwgTile{1, 3, 128, true}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};

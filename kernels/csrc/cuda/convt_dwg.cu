@@ -112,8 +112,14 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
 // A K-major descriptor without swizzle: the two k-adjacent core matrices `group_bytes` apart (B: the channel groups;
 // v18's A: 1024), the m- or n-adjacent ones (the next 8 pixels or channels) 128 bytes apart. Any 16-byte-aligned
 // start is a valid canonical layout.
+__device__ __forceinline__ uint32_t halo_desc_lo(uint32_t addr, int group_bytes) {
+  return ((addr & 0x3FFFF) >> 4) | (uint32_t(group_bytes >> 4) << 16);
+}
+// The high word (the 128-byte stride) is the same for every operand here, so an offset in 16-byte units is added
+// to the low word alone: the address it moves is a valid shared-memory one, so it never carries out of its field.
+__device__ __forceinline__ uint64_t desc_of(uint32_t lo) { return (uint64_t(128 >> 4) << 32) | lo; }
 __device__ __forceinline__ uint64_t halo_desc(uint32_t addr, int group_bytes) {
-  return ((uint64_t(addr) & 0x3FFFF) >> 4) | (uint64_t(group_bytes >> 4) << 16) | (uint64_t(128 >> 4) << 32);
+  return desc_of(halo_desc_lo(addr, group_bytes));
 }
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -195,7 +201,8 @@ __global__ void __launch_bounds__(G * 128, MINB)
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* wbar = reinterpret_cast<uint64_t*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wgi = warp >> 2, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+  // wgi through a shuffle: warp-uniform to the compiler, so its descriptors stay in uniform registers.
+  const int wgi = __shfl_sync(0xffffffffu, warp >> 2, 0), wq = warp & 3, gq = lane >> 2, tq = lane & 3;
 
   // Channel tiles fastest: the blocks that read one halo run together and share it through L2.
   unsigned blk = blockIdx.x;  // < 2^31 (dwg_supports)
@@ -398,7 +405,14 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // when every consumer warp has retired the wgmma that read it (lane 0 arrives after the wait that retires them).
 // The raw ring is the producer's own: a named barrier a chunk finds every producer thread's copies of chunk i landed
 // and every transpose of chunk i - 1 (whose stage the next copies overwrite) done.
-template <typename T, int MS, int G, int NP>
+//
+// PP (ping-pong, two consumer warpgroups): a tile is one warpgroup's MS rows, and the two take the block's tiles in
+// turn, so that one stores a tile while the other runs its mainloop (without it both store at once and the tensor
+// pipe idles through every epilogue). The producer's sequence is unchanged; each chunk has one consumer, so empty[b]
+// counts 4 arrivals. The mainloops run in tile order: a warpgroup starts one (named barrier 2 + wgi) once the other
+// has waited on every chunk of the tile before, so when it waits on full[b] for position p, position p - nb has
+// been produced, and the barrier's parity names p alone.
+template <typename T, int MS, int G, int NP, bool PP>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
@@ -412,7 +426,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   if (tid == 0) {
     for (int b = 0; b < d.nb; ++b) {
       mbar_init(&full[b], 129);
-      mbar_init(&empty[b], 4 * G);
+      mbar_init(&empty[b], PP ? 4 : 4 * G);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -435,7 +449,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     blk /= d.th_tiles;
     a.img = static_cast<int>(blk % d.n);
     a.g = static_cast<int>(blk / d.n);
-    a.oh0 = thi * G * MS;
+    a.oh0 = thi * (PP ? 1 : G) * MS;
     a.ow0 = twi * NP;
     const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
     a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
@@ -513,50 +527,53 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
       // channel lane % 8), stmatrix writes them back as 8 pixels x 8 channels; a warp 32 pixels a step. fp32: a
       // thread a pixel, four channels gathered into 16 bytes, TF32-rounded.
       const uint32_t src = raw_s + 4u * st * d.raw_words, dst = t_s + 4u * b * (8 * d.plane);
+      // Four steps in flight, then two, then one: the producer is one warp a scheduler, so its loads' latency is
+      // hidden only by its own independent loads (ncu of v18 on kb57 TF32: the consumers waited on full[b] 15% of
+      // their time, the producer's samples mostly shared-load scoreboards in these loops).
       if constexpr (Chunk<T>::kHalf) {
         const int mi = lane >> 3, r = lane & 7;
 #pragma unroll
         for (int grp = 0; grp < 2; ++grp) {
           uint32_t s = src + 2u * static_cast<uint32_t>((8 * grp + r) * d.cpr + 8 * mi + 32 * warp);
           uint32_t t = dst + 16u * static_cast<uint32_t>(grp * d.plane + 8 * mi + r + 32 * warp);
-          // Two steps in flight: each ldmatrix's latency under the other's.
           int q = 32 * warp;
-          for (; q + 128 < d.plane; q += 256, s += 512, t += 4096) {
-            uint32_t v[4], u[4];
-            ldsm_x4_trans(v, s);
-            ldsm_x4_trans(u, s + 256);
-            stsm_x4(t, v);
-            stsm_x4(t + 2048, u);
+          for (; q + 384 < d.plane; q += 512, s += 1024, t += 8192) {
+            uint32_t v[4][4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) ldsm_x4_trans(v[e], s + 256 * e);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) stsm_x4(t + 2048 * e, v[e]);
           }
-          if (q < d.plane) {
+          for (; q < d.plane; q += 128, s += 256, t += 2048) {
             uint32_t v[4];
             ldsm_x4_trans(v, s);
             stsm_x4(t, v);
           }
         }
       } else {
+        // A thread a pixel and all 8 channels of the chunk: two 16-byte rows, one a channel group.
+        const uint32_t cs = 4u * d.cpr, gs = 16u * d.plane;
+        uint32_t s = src + 4u * tid, t = dst + 16u * tid;
+        int q = tid;
+        auto pixels = [&](auto n) {
+          constexpr int N = decltype(n)::value;
+          uint32_t v[N][8];
 #pragma unroll
-        for (int grp = 0; grp < 2; ++grp) {
-          uint32_t s = src + 4u * static_cast<uint32_t>(4 * grp * d.cpr + tid);
-          uint32_t t = dst + 16u * static_cast<uint32_t>(grp * d.plane + tid);
-          const uint32_t cs = 4u * d.cpr;
-          int q = tid;
-          for (; q + 128 < d.plane; q += 256, s += 1024, t += 4096) {  // two pixels in flight
-            uint32_t v[8];
+          for (int e = 0; e < 8 * N; ++e) v[e >> 3][e & 7] = lds32(s + (e & 7) * cs + (e >> 3) * 512);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) v[e] = lds32(s + (e & 3) * cs + (e >> 2) * 512);
+          for (int e = 0; e < 8 * N; ++e) v[e >> 3][e & 7] = tf32_round(__uint_as_float(v[e >> 3][e & 7]));
 #pragma unroll
-            for (int e = 0; e < 8; ++e) v[e] = tf32_round(__uint_as_float(v[e]));
-            sts128(t, v[0], v[1], v[2], v[3]);
-            sts128(t + 2048, v[4], v[5], v[6], v[7]);
+          for (int e = 0; e < N; ++e) {
+            sts128(t + 2048 * e, v[e][0], v[e][1], v[e][2], v[e][3]);
+            sts128(t + 2048 * e + gs, v[e][4], v[e][5], v[e][6], v[e][7]);
           }
-          if (q < d.plane) {
-            uint32_t v[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = tf32_round(__uint_as_float(lds32(s + e * cs)));
-            sts128(t, v[0], v[1], v[2], v[3]);
-          }
-        }
+          q += 128 * N;
+          s += 512 * N;
+          t += 2048 * N;
+        };
+        while (q + 384 < d.plane) pixels(std::integral_constant<int, 4>{});
+        if (q + 128 < d.plane) pixels(std::integral_constant<int, 2>{});
+        if (q < d.plane) pixels(std::integral_constant<int, 1>{});
       }
       fence_proxy_async();  // this thread's st.shared, read next by wgmma
       mbar_arrive(&full[b]);
@@ -574,8 +591,10 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     return;
   }
 
-  // Consumers: warpgroup 1 + wgi holds rows wgi * MS.. of a tile.
-  const int wgi = (warp >> 2) - 1, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+  // Consumers: warpgroup 1 + wgi holds rows wgi * MS.. of a tile. wgi comes through a shuffle so that the compiler
+  // knows it is warp-uniform: the descriptors built from it then live in uniform registers (from threadIdx they were
+  // per-thread 64-bit adds and R2UR moves, ~15 instructions a wgmma in the SASS).
+  const int wgi = __shfl_sync(0xffffffffu, warp >> 2, 0) - 1, wq = warp & 3, gq = lane >> 2, tq = lane & 3;
   const int kk = d.kh * d.kw;
   const uint32_t group_bytes = 16u * d.plane;
   const uint32_t tap00 = static_cast<uint32_t>((d.kh - 1) * d.dh * d.rp + (d.kw - 1) * d.dw);
@@ -583,13 +602,23 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   float acc[MS][NP / 2];
   int b = 0, wrap = 0;
   for (int k = 0; k < own; ++k) {
+    if (PP && k % 2 != wgi) {  // the other warpgroup's tile: its chunks' positions in the ring
+      for (int c = 0; c < d.chunks; ++c) {
+        if (++b == d.nb) {
+          b = 0;
+          ++wrap;
+        }
+      }
+      continue;
+    }
+    if (PP && k > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + wgi) : "memory");
     const At a = tile_at(k);
-    const uint32_t base_off = static_cast<uint32_t>(wgi * MS * d.rp + a.shift);
+    const uint32_t base_off = static_cast<uint32_t>((PP ? 0 : wgi * MS * d.rp) + a.shift);
     int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
     for (int kc = 0; kc < d.chunks; ++kc) {
       mbar_wait(&full[b], wrap & 1);
-      const uint64_t adesc = halo_desc(w_s + 4u * b * d.w_words, 1024);
-      const uint64_t bdesc = halo_desc(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
+      const uint32_t alo = halo_desc_lo(w_s + 4u * b * d.w_words, 1024);
+      const uint32_t blo = halo_desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
       uint32_t toff = tap00;
       int kwi = 0;
       wgmma_fence();
@@ -597,7 +626,8 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
         const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
 #pragma unroll
         for (int j = 0; j < MS; ++j) {
-          wg::Wgmma<Op, NP>::run(acc[j], adesc + uint32_t(t * (4 * kTapWords / 16)), bdesc + toff + j * d.rp, scale);
+          wg::Wgmma<Op, NP>::run(acc[j], desc_of(alo + uint32_t(t * (4 * kTapWords / 16))),
+                                 desc_of(blo + toff + j * d.rp), scale);
         }
         if (++kwi == d.kw) {
           kwi = 0;
@@ -615,6 +645,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
         ++wrap;
       }
     }
+    if (PP && k + 1 < own) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - wgi) : "memory");
     wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
@@ -624,7 +655,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     // (ncu of the first v18: a third of the warps' samples on that chain).
 #pragma unroll
     for (int j = 0; j < MS; ++j) {
-      const int oh = a.oh0 + wgi * MS + j;
+      const int oh = a.oh0 + (PP ? 0 : wgi * MS) + j;
       if (oh >= d.hout) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -675,7 +706,7 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   const int V = 16 / elem;
   DwgGeom d{};
   static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
-  const int rows = t.rows * t.groups;
+  const int rows = t.pp ? t.rows : t.rows * t.groups;  // a tile's output rows
   d.hr = rows + (d.kh - 1) * d.dh;
   d.rp = round_up(V - 1 + t.cols + (d.kw - 1) * d.dw, V);
   d.rpv = d.rp / V;
@@ -750,11 +781,11 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }
 
 // v18: one block an SM, each walking tiles gridDim.x apart.
-template <typename T, int MS, int G, int NP>
+template <typename T, int MS, int G, int NP, bool PP>
 void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                cudaStream_t stream) {
   const int dev = x.get_device();
-  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true}, max_smem_optin(dev));
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true, PP}, max_smem_optin(dev));
   const int64_t tiles = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (tiles == 0) return;
   const at::Tensor packed = pack_weights<T>(p, d, x, w, true, stream);
@@ -762,7 +793,7 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  auto kernel = convt_dws_kernel<T, MS, G, NP>;
+  auto kernel = convt_dws_kernel<T, MS, G, NP, PP>;
   allow_dynamic_smem(kernel, d.smem_bytes);
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
@@ -774,14 +805,16 @@ template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
   if (t.ws) {
-    if (t.rows == 4) {
-      launch_ws<T, 4, 2, 64>(p, x, w, b, out, stream);
+    if (t.pp) {
+      launch_ws<T, 4, 2, 64, true>(p, x, w, b, out, stream);
+    } else if (t.rows == 4) {
+      launch_ws<T, 4, 2, 64, false>(p, x, w, b, out, stream);
     } else if (t.rows == 1) {
-      launch_ws<T, 1, 3, 128>(p, x, w, b, out, stream);
+      launch_ws<T, 1, 3, 128, false>(p, x, w, b, out, stream);
     } else if (t.groups == 3) {
-      launch_ws<T, 2, 3, 64>(p, x, w, b, out, stream);
+      launch_ws<T, 2, 3, 64, false>(p, x, w, b, out, stream);
     } else {
-      launch_ws<T, 2, 2, 128>(p, x, w, b, out, stream);
+      launch_ws<T, 2, 2, 128, false>(p, x, w, b, out, stream);
     }
     return;
   }
@@ -803,6 +836,7 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 bool tile_known(DwgTile t) {
+  if (t.pp) return t.ws && t.rows == 4 && t.groups == 2 && t.cols == 64;
   if (t.ws) {
     return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
            (t.rows == 2 && t.groups == 3 && t.cols == 64) || (t.rows == 1 && t.groups == 3 && t.cols == 128);

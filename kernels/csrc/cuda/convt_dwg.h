@@ -19,6 +19,7 @@ struct DwgTile {
   int groups = 0;
   int cols = 0;
   bool ws = false;  // v18: a producer warpgroup and G consumer warpgroups, persistent blocks
+  bool pp = false;  // v18 ping-pong (ws, two consumer warpgroups): a tile is one warpgroup's rows, taken in turn
 };
 
 // fp32 as TF32, fp16, bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; the halo, its

@@ -145,7 +145,10 @@ __global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
   const int stages = nth * ntw * chunks;
   const int row_bytes = gg.kws * 4;
 
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // The warp index through a shuffle: warp-uniform to the compiler, so the role branch below is uniform and the
+  // consumers' loop counters and descriptors live in uniform registers (without it, ~10 instructions a wgmma of
+  // per-thread descriptor arithmetic and R2UR moves in the SASS).
+  const int tid = threadIdx.x, warp = __shfl_sync(0xffffffffu, tid >> 5, 0), lane = tid & 31;
   if (tid == 0) {
     for (int i = 0; i < NS; ++i) {
       mbar_init(full + i, 1);
@@ -187,20 +190,19 @@ __global__ void __launch_bounds__(kThreads, WgShape<BN, MSUB, NS>::kBlocksPerSm)
   const int wgi = warp >> 2;
   float acc[MSUB][BN / 2];
   zero_acc(acc);
+  const uint32_t hi = smem_desc_hi(row_bytes);
+  const uint32_t a_lo = smem_desc_lo(smem_addr(As) + wgi * MSUB * 64 * row_bytes), b_lo = smem_desc_lo(smem_addr(Bs));
   for (int s = 0; s < stages; ++s) {
     const int slot = s % NS;
     mbar_wait(full + slot, (s / NS) & 1);
-    const uint8_t* a = As + slot * S::A_BYTES + wgi * MSUB * 64 * row_bytes;
-    const uint8_t* b = Bs + slot * S::B_BYTES;
-    const uint64_t db = smem_desc(b, row_bytes);
-    uint64_t da[MSUB];
-#pragma unroll
-    for (int j = 0; j < MSUB; ++j) da[j] = smem_desc(a + j * 64 * row_bytes, row_bytes);
+    const uint32_t da = a_lo + slot * (S::A_BYTES / 16), db = b_lo + slot * (S::B_BYTES / 16);
     wgmma_fence();
     // 8 k-words (32 bytes) per wgmma k-step; +2 advances a descriptor by 32 bytes.
     for (int k = 0; k < gg.kws / 8; ++k) {
 #pragma unroll
-      for (int j = 0; j < MSUB; ++j) wg::Wgmma<Op, BN>::run(acc[j], da[j] + 2 * k, db + 2 * k, 1);
+      for (int j = 0; j < MSUB; ++j) {
+        wg::Wgmma<Op, BN>::run(acc[j], desc_words(hi, da + j * (4 * row_bytes) + 2 * k), desc_words(hi, db + 2 * k), 1);
+      }
     }
     wgmma_commit();
     wgmma_wait<1>();  // the previous stage's reads are done: hand its slot back

@@ -54,10 +54,15 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 
 // K-major operand in the swizzled layout TMA wrote: rows of `row_bytes` (128 or
 // 64), 8-row atoms `8 * row_bytes` apart; the leading offset is unused.
+// Split in words so that a k-step's offset is one 32-bit add to the low word (the start address, 16-byte units,
+// which a valid shared-memory address never carries out of); the high word is fixed by the row size.
+__device__ __forceinline__ uint32_t smem_desc_lo(uint32_t addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
+__device__ __forceinline__ uint32_t smem_desc_hi(int row_bytes) {
+  return uint32_t((8 * row_bytes) >> 4) | (uint32_t(row_bytes == 128 ? 1 : 2) << 30);
+}
+__device__ __forceinline__ uint64_t desc_words(uint32_t hi, uint32_t lo) { return (uint64_t(hi) << 32) | lo; }
 __device__ __forceinline__ uint64_t smem_desc(const void* p, int row_bytes) {
-  const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * row_bytes) >> 4) << 32) |
-         (uint64_t(row_bytes == 128 ? 1 : 2) << 62);
+  return desc_words(smem_desc_hi(row_bytes), smem_desc_lo(smem_addr(p)));
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
