@@ -112,14 +112,11 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
 // A K-major descriptor without swizzle: the two k-adjacent core matrices `group_bytes` apart (B: the channel groups;
 // v18's A: 1024), the m- or n-adjacent ones (the next 8 pixels or channels) 128 bytes apart. Any 16-byte-aligned
 // start is a valid canonical layout.
-__device__ __forceinline__ uint32_t halo_desc_lo(uint32_t addr, int group_bytes) {
-  return ((addr & 0x3FFFF) >> 4) | (uint32_t(group_bytes >> 4) << 16);
-}
-// The high word (the 128-byte stride) is the same for every operand here, so an offset in 16-byte units is added
-// to the low word alone: the address it moves is a valid shared-memory one, so it never carries out of its field.
-__device__ __forceinline__ uint64_t desc_of(uint32_t lo) { return (uint64_t(128 >> 4) << 32) | lo; }
+// Its high word (the 128-byte stride) is the same for every operand here, so offsets go to the low word alone
+// (wg_ptx.cuh's desc_lo, the leading offset `group_bytes`).
+__device__ __forceinline__ uint64_t desc_of(uint32_t lo) { return desc_words(128 >> 4, lo); }
 __device__ __forceinline__ uint64_t halo_desc(uint32_t addr, int group_bytes) {
-  return desc_of(halo_desc_lo(addr, group_bytes));
+  return desc_of(desc_lo(addr, group_bytes));
 }
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -417,6 +414,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(!PP || G == 2, "ping-pong alternates two consumer warpgroups (tiles k % 2, named barriers 2 and 3)");
   constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
@@ -617,8 +615,8 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
     for (int kc = 0; kc < d.chunks; ++kc) {
       mbar_wait(&full[b], wrap & 1);
-      const uint32_t alo = halo_desc_lo(w_s + 4u * b * d.w_words, 1024);
-      const uint32_t blo = halo_desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
+      const uint32_t alo = desc_lo(w_s + 4u * b * d.w_words, 1024);
+      const uint32_t blo = desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
       uint32_t toff = tap00;
       int kwi = 0;
       wgmma_fence();

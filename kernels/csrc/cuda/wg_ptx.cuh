@@ -55,8 +55,12 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
 // K-major operand in the swizzled layout TMA wrote: rows of `row_bytes` (128 or
 // 64), 8-row atoms `8 * row_bytes` apart; the leading offset is unused.
 // Split in words so that a k-step's offset is one 32-bit add to the low word (the start address, 16-byte units,
-// which a valid shared-memory address never carries out of); the high word is fixed by the row size.
-__device__ __forceinline__ uint32_t smem_desc_lo(uint32_t addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
+// which a valid shared-memory address never carries out of); the high word is fixed by the layout.
+// The low word: start address and leading byte offset.
+__device__ __forceinline__ uint32_t desc_lo(uint32_t addr, int lead_bytes) {
+  return ((addr & 0x3FFFF) >> 4) | (uint32_t(lead_bytes >> 4) << 16);
+}
+__device__ __forceinline__ uint32_t smem_desc_lo(uint32_t addr) { return desc_lo(addr, 16); }
 __device__ __forceinline__ uint32_t smem_desc_hi(int row_bytes) {
   return uint32_t((8 * row_bytes) >> 4) | (uint32_t(row_bytes == 128 ? 1 : 2) << 30);
 }
