@@ -660,6 +660,21 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     check_cuda(case, precision, seed * 15485863 + i, out_offset=rng.choice([0, 1, 3]))
 
 
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("algo", STRIP_ALGOS)
+def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
+    """The strip kernel's persistent blocks on problems of many more rows than the grid holds, so that a block's
+    share of rows crosses images, groups and channel tiles (restaging the weights and bias mid-walk) and mixes
+    pure-fill rows with tapped ones: groups, channel tails, bias, outputs off alignment."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 104729 + STRIP_ALGOS.index(algo))
+    g = rng.choice([2, 3])
+    case = Case(rng.randint(5, 9), 5 * g, rng.choice([37, 70]) * g, (3, 3), (rng.randint(8, 14), rng.randint(20, 90)),
+                (rng.randint(2, 3), rng.randint(2, 5)), (1, 1), (0, 1), (2, 1), g, True, False)
+    assert path_taken(case, TORCH_DTYPE[precision]) == "strip", f"not on the strip kernel: {case}"
+    check_cuda(case, precision, seed * 104729 + 1, out_offset=rng.choice([0, 1, 3]), ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
                                   "dws4", "dws23", "dws13", "dwp4", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",

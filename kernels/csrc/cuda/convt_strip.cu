@@ -3,13 +3,15 @@
 // output's bytes. The phase kernels write each phase on its own, every sw-th
 // element of a row, so a warp's stores touch sw times the sectors they fill
 // (kb81 1.72 ms against a 0.29 ms floor, kb75 1.52 against 0.29). Here a block
-// owns CO_T channels of one image over a few output rows: per row segment it
+// owns CO_T channels of one image at a time, a row at a time: per row segment it
 // computes every width phase into shared memory (each warp mostly inside one
 // phase, so its tap list is uniform and its input loads coalesce), then writes
 // the segment with 16-byte stores. The staging row is shifted by the global
 // row's misalignment so that aligned vectors in memory are aligned in shared
 // memory too. Rows of a height phase with no taps are bias or zero, written
-// straight out. The block's weights are staged once and serve all its rows.
+// straight out. Blocks are persistent (below), each walking an even share of
+// the rows; a block stages a channel tile's weights once for all its rows of
+// that tile.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -19,6 +21,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "../convt_params.h"
 #include "convt_strip.h"
@@ -27,19 +32,20 @@
 namespace convt {
 namespace {
 
+#include "cp_async.cuh"
+
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kMaxPhasesW = 64;
 constexpr int kColBytes = 2048;                 // a staged row segment a channel, at most
 constexpr int64_t kMaxWeightBytes = 64 * 1024;  // the block's weights, staged as acc_t
-constexpr int kMaxRows = 8;                     // output rows a block walks
 constexpr int kStageBatch = 4;                  // staged columns a lane loads before storing, per row
 constexpr int64_t kStreamBytes = 64 << 20;      // outputs past this bypass L2 (H100: 50 MB)
 
 struct StripShape {
   int tw;     // columns a segment: a multiple of sw, so a segment starts at width phase 0
   int pitch;  // staged row pitch in elements: room for a shift of up to VEC - 1, a multiple of VEC
-  int col_tiles, rows;
-  int64_t row_tiles, co_tiles, blocks;
+  int col_tiles;
+  int64_t co_tiles;
   int off_min;  // the lowest width offset any tap has: a segment's staged input starts there
   int ncols;    // staged input columns a channel and height tap
   int nth;      // height taps a row can have
@@ -97,162 +103,291 @@ __device__ __forceinline__ void load_weights(const acc_t* w_t, acc_t (&wv)[CO_T]
   }
 }
 
-// Blocks an SM the registers must allow: three at 16 channels (the shared memory allows three: kb81
-// 47 KB a block), two at 32 (uncapped, ptxas took 155 registers: one block).
+// Columns a thread: with 16 or fewer channels a thread (the tile split over two warps) four columns share each
+// weight load, so a multiply-add costs ~1.2 instructions (two columns at kb75's 8 channels a thread: ~1.5).
+constexpr int cols_for(int co_tile) { return co_tile >= 32 ? 2 : 4; }
+
+// 4-byte elements stage by cp.async into two buffers, a segment's input in flight while the one before computes
+// (v22a: kb75's synchronous staging, its loads waited on at the barrier, held 29% of the stall samples).
+// cp.async copies 4, 8 or 16 bytes, so 2-byte types stage with loads and stores.
+template <typename scalar_t>
+constexpr bool async_staging() { return sizeof(scalar_t) == 4; }
+
+// A block's place in its walk over (image, group, channel tile, output row), advanced a row at a time without
+// division (v22a: the per-row 64-bit divisions and phase_taps were ~20% of kb81's instructions).
+struct RowPos {
+  int64_t n, g, ct, oh, mh;  // mh = oh / sh
+  int rh;                    // oh % sh
+};
+
+__device__ __forceinline__ void advance(RowPos& q, const ConvTParams& p, int64_t co_tiles) {
+  if (++q.rh == p.sh) q.rh = 0, ++q.mh;
+  if (++q.oh < p.Hout) return;
+  q.oh = q.mh = 0, q.rh = 0;
+  if (++q.ct < co_tiles) return;
+  q.ct = 0;
+  if (++q.g == p.groups) q.g = 0, ++q.n;
+}
+
+// One segment's input, [height tap][ci][ncols] from column iw_lo, zero outside the image, so the taps need no
+// bounds tests. A warp a staged row (two at a time on the load path), its lanes along the columns.
+template <typename scalar_t, bool ASYNC>
+__device__ __forceinline__ void stage_input(const ConvTParams& p, const StripShape& s, const scalar_t* x_n,
+                                            int64_t ih0, int64_t dih, int nth, int64_t iw_lo, scalar_t* x_s) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, cin_g = static_cast<int>(p.Cin_g);
+  const int64_t HWin = p.Hin * p.Win;
+  const int nrows = nth * cin_g;
+  if constexpr (ASYNC) {
+    for (int sr = warp; sr < nrows; sr += kWarps) {
+      const int hi = sr / cin_g, ci = sr - hi * cin_g;
+      const int64_t ih = ih0 - hi * dih;
+      const bool row_ok = ih >= 0 && ih < p.Hin;
+      const scalar_t* srow = x_n + ci * HWin + (row_ok ? ih : 0) * p.Win;
+      for (int col = lane; col < s.ncols; col += 32) {
+        const int64_t iw = iw_lo + col;
+        const bool ok = row_ok && iw >= 0 && iw < p.Win;
+        cp_async4_zfill(x_s + sr * s.ncols + col, ok ? srow + iw : srow, ok);
+      }
+    }
+  } else {
+    // up to 2 x kStageBatch loads in flight before their stores
+    for (int r0 = warp; r0 < nrows; r0 += 2 * kWarps) {
+      const scalar_t* srow[2];
+      bool row_ok[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int sr = r0 + h * kWarps, hi = sr / cin_g, ci = sr - hi * cin_g;
+        const int64_t ih = ih0 - hi * dih;
+        row_ok[h] = sr < nrows && ih >= 0 && ih < p.Hin;
+        srow[h] = x_n + ci * HWin + (row_ok[h] ? ih : 0) * p.Win;
+      }
+      for (int c0 = lane; c0 < s.ncols; c0 += 32 * kStageBatch) {
+        scalar_t v[2][kStageBatch];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+          for (int u = 0; u < kStageBatch; ++u) {
+            const int col = c0 + 32 * u;
+            const int64_t iw = iw_lo + col;
+            v[h][u] = row_ok[h] && col < s.ncols && iw >= 0 && iw < p.Win ? __ldg(srow[h] + iw)
+                                                                        : static_cast<scalar_t>(0);
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int sr = r0 + h * kWarps;
+#pragma unroll
+          for (int u = 0; u < kStageBatch; ++u) {
+            const int col = c0 + 32 * u;
+            if (sr < nrows && col < s.ncols) x_s[sr * s.ncols + col] = v[h][u];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Blocks an SM the registers must allow: two (at three, 80 registers a thread, the four-column tiles spill;
+// uncapped, v11 took 155 registers at 32 channels: one block).
+//
+// Persistent: the grid is what fits on the device at once, and each block walks an even share of the
+// problem's output rows, ordered (image, group, channel tile, row), so it stages a tile's weights once
+// for all the rows it owns of that tile rather than once every 8 rows (v11: 21 M of kb81's 334 M
+// instructions were that staging), and the share evens out to a row instead of a tile of eight.
 template <typename scalar_t, typename acc_t, int CO_T, bool STREAM>
-__global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? (CO_T <= 16 ? 3 : 2) : 1)
+__global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
   constexpr int VEC = 16 / sizeof(scalar_t);
   constexpr int SPLIT = CO_T >= 8 ? 2 : 1, CH = CO_T / SPLIT;  // channel parts, channels a thread
+  constexpr int COLS = cols_for(CO_T);
+  constexpr bool ASYNC = async_staging<scalar_t>();
   extern __shared__ __align__(16) unsigned char smem[];
   acc_t* w_s = reinterpret_cast<acc_t*>(smem);                               // [tap][ci][CO_T]
   scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
-  scalar_t* x_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // [height tap][ci][ncols]
-  __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW];
+  scalar_t* x_buf = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // ASYNC ? 2 : 1 x [tap][ci][ncols]
+  // Width phases: first tap and offset, and the phases with taps and without (a warp's work is taken
+  // from the tapped ones only, so no warp of the block idles through a pure-fill phase's columns);
+  // height phases: first tap, its row offset and the number of taps.
+  __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW], tapped[kMaxPhasesW], filled[kMaxPhasesW], n_tapped;
+  __shared__ int k0h[kMaxPhasesW], off0h[kMaxPhasesW], nthh[kMaxPhasesW];
   __shared__ acc_t b_s[CO_T];
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  int64_t rest = blockIdx.x;
-  const int64_t rt = rest % s.row_tiles;
-  rest /= s.row_tiles;
-  const int64_t ct = rest % s.co_tiles;
-  rest /= s.co_tiles;
-  const int64_t g = rest % p.groups, n = rest / p.groups;
-  const int64_t co0 = ct * CO_T;
-  const int co_n = static_cast<int>(p.Cout_g - co0 < CO_T ? p.Cout_g - co0 : CO_T);
   const int KK = static_cast<int>(p.KH * p.KW), cin_g = static_cast<int>(p.Cin_g);
-
-  // Weights: the tile's co_n * KK values of an input channel are contiguous in memory, so read them in
-  // that order (coalesced) and scatter to [tap][ci][c]; channels past the group's end stay zero.
-  const int per_ci = co_n * KK;
-  for (int e = tid; e < cin_g * per_ci; e += kThreads) {
-    const int ci = e / per_ci, r = e - ci * per_ci, c = r / KK, tap = r - c * KK;
-    w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w[((g * p.Cin_g + ci) * p.Cout_g + co0) * KK + r]);
-  }
-  for (int e = tid; e < KK * cin_g * (CO_T - co_n); e += kThreads) {
-    const int c = co_n + e % (CO_T - co_n), row = e / (CO_T - co_n);
-    w_s[row * CO_T + c] = acc_t(0);
-  }
-  if (tid < CO_T) b_s[tid] = bias != nullptr && tid < co_n ? static_cast<acc_t>(bias[g * p.Cout_g + co0 + tid]) : acc_t(0);
   const int phases_w = static_cast<int>(p.sw);
   for (int r = tid; r < phases_w; r += kThreads) {
     const PhaseTaps t = phase_taps(r, p.pw, p.sw, p.dw, p.KW);
     k0w[r] = static_cast<int>(t.k0);
     off0w[r] = t.k0 < p.KW ? static_cast<int>(tap_offset(r, p.pw, p.sw, p.dw, t.k0)) : 0;
   }
-  // Every width phase has the same tap step; tap k0 + i*step reads column mw + off0 - i*diw.
+  for (int r = tid; r < p.sh; r += kThreads) {
+    const PhaseTaps t = phase_taps(r, p.ph, p.sh, p.dh, p.KH);
+    k0h[r] = static_cast<int>(t.k0);
+    off0h[r] = t.k0 < p.KH ? static_cast<int>(tap_offset(r, p.ph, p.sh, p.dh, t.k0)) : 0;
+    nthh[r] = t.k0 < p.KH ? static_cast<int>((p.KH - 1 - t.k0) / t.step + 1) : 0;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int nt = 0, nf = 0;
+    for (int r = 0; r < phases_w; ++r) {
+      if (k0w[r] < p.KW) tapped[nt++] = r;
+      else filled[nf++] = r;
+    }
+    n_tapped = nt;
+  }
+  __syncthreads();
+  // Every phase has the same tap step along an axis; width tap k0 + i*step reads column mw + off0 - i*diw,
+  // height tap k0 + i*step row mh + off0 - i*dih.
   const int stepw = static_cast<int>(phase_taps(0, p.pw, p.sw, p.dw, p.KW).step);
   const int diw = static_cast<int>(stepw * p.dw / p.sw);
-  __syncthreads();
-
+  const int steph = static_cast<int>(phase_taps(0, p.ph, p.sh, p.dh, p.KH).step);
+  const int64_t dih = steph * p.dh / p.sh;
   const int64_t HWin = p.Hin * p.Win, plane = p.Hout * p.Wout;
-  const scalar_t* x_n = x + (n * p.Cin + g * p.Cin_g) * HWin;
-  scalar_t* y_n = y + (n * p.Cout + g * p.Cout_g + co0) * plane;
-  const int mt = s.tw / phases_w, mt2 = (mt + 1) / 2;
+  const int mt = s.tw / phases_w, mtq = (mt + COLS - 1) / COLS;
   // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
   const int plane_mis = static_cast<int>(plane & (VEC - 1));
-  const int64_t oh_end = std::min(p.Hout, (rt + 1) * s.rows);
-  for (int64_t oh = rt * s.rows; oh < oh_end; ++oh) {
-    const int64_t rh = oh % p.sh, mh = oh / p.sh;
-    const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
-    const bool fill = th.k0 >= p.KH;
-    const int nth = fill ? 0 : static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
-    const int64_t ih0 = fill ? 0 : mh + tap_offset(rh, p.ph, p.sh, p.dh, th.k0);
-    const int64_t dih = th.step * p.dh / p.sh;
+  const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
+  auto x_of = [&](const RowPos& q) { return x + (q.n * p.Cin + q.g * p.Cin_g) * HWin; };
+  auto stage = [&](const RowPos& q, int tile, scalar_t* buf) {
+    stage_input<scalar_t, ASYNC>(p, s, x_of(q), q.mh + off0h[q.rh], dih, nthh[q.rh], int64_t(tile) * mt + s.off_min,
+                                 buf);
+  };
+
+  const int64_t rows_total = p.N * p.groups * s.co_tiles * p.Hout;
+  const int64_t r_begin = rows_total * blockIdx.x / gridDim.x, r_end = rows_total * (blockIdx.x + 1) / gridDim.x;
+  RowPos q;
+  {
+    const int64_t key = r_begin / p.Hout, gn = key / s.co_tiles;
+    q.oh = r_begin - key * p.Hout, q.ct = key - gn * s.co_tiles, q.g = gn % p.groups, q.n = gn / p.groups;
+    q.mh = q.oh / p.sh, q.rh = static_cast<int>(q.oh - q.mh * p.sh);
+  }
+  // The next tapped (row, segment) after (q at row r, tile): its input is staged while (q, tile) computes.
+  auto next_tapped = [&](RowPos& a, int64_t& ra, int& ta) {
+    if (++ta < s.col_tiles) return;
+    ta = 0;
+    do {
+      advance(a, p, s.co_tiles);
+      ++ra;
+    } while (ra < r_end && nthh[a.rh] == 0);
+  };
+  int cur = 0;  // the x buffer holding the segment being computed
+  if constexpr (ASYNC) {
+    RowPos a = q;
+    int64_t ra = r_begin;
+    int ta = 0;
+    if (nthh[a.rh] == 0) {
+      ta = s.col_tiles - 1;
+      next_tapped(a, ra, ta);
+    }
+    if (ra < r_end) stage(a, ta, x_buf);
+    cp_async_commit();
+  }
+  int64_t staged = -1;  // (group, channel tile) whose weights are in w_s
+  for (int64_t r = r_begin; r < r_end; ++r, advance(q, p, s.co_tiles)) {
+    const int64_t co0 = q.ct * CO_T;
+    const int co_n = static_cast<int>(p.Cout_g - co0 < CO_T ? p.Cout_g - co0 : CO_T);
+    if (q.g * s.co_tiles + q.ct != staged) {
+      // The last row's stores still read b_s.
+      if (staged >= 0) __syncthreads();
+      staged = q.g * s.co_tiles + q.ct;
+      // Weights: the tile's co_n * KK values of an input channel are contiguous in memory, so read them in
+      // that order (coalesced) and scatter to [tap][ci][c]; channels past the group's end stay zero.
+      const int per_ci = co_n * KK;
+      for (int e = tid; e < cin_g * per_ci; e += kThreads) {
+        const int ci = e / per_ci, rr = e - ci * per_ci, c = rr / KK, tap = rr - c * KK;
+        w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w[((q.g * p.Cin_g + ci) * p.Cout_g + co0) * KK + rr]);
+      }
+      for (int e = tid; e < KK * cin_g * (CO_T - co_n); e += kThreads) {
+        const int c = co_n + e % (CO_T - co_n), row = e / (CO_T - co_n);
+        w_s[row * CO_T + c] = acc_t(0);
+      }
+      if (tid < CO_T)
+        b_s[tid] = bias != nullptr && tid < co_n ? static_cast<acc_t>(bias[q.g * p.Cout_g + co0 + tid]) : acc_t(0);
+      __syncthreads();
+    }
+    scalar_t* y_n = y + (q.n * p.Cout + q.g * p.Cout_g + co0) * plane;
+    const int nth = nthh[q.rh], k0h_r = k0h[q.rh];
+    const bool fill = nth == 0;
     for (int tile = 0; tile < s.col_tiles; ++tile) {
       const int64_t ow0 = int64_t(tile) * s.tw;
       const int len = static_cast<int>(std::min<int64_t>(s.tw, p.Wout - ow0));
-      scalar_t* dst0 = y_n + oh * p.Wout + ow0;
+      scalar_t* dst0 = y_n + q.oh * p.Wout + ow0;
       const int mis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst0) / sizeof(scalar_t)) & (VEC - 1));
       if (!fill) {
-        // The input this segment reads, zero outside the image: every load issued at once, and the
-        // taps below need no bounds tests.
-        const int64_t iw_lo = ow0 / p.sw + s.off_min;
-        // A warp a pair of staged rows (height tap, channel), its lanes along the columns: the row's
-        // address and bounds once per row, and up to 2 x kStageBatch loads in flight before their stores.
-        const int nrows = nth * cin_g;
-        for (int r0 = warp; r0 < nrows; r0 += 2 * kWarps) {
-          const scalar_t* srow[2];
-          bool row_ok[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = r0 + h * kWarps, hi = r / cin_g, ci = r - hi * cin_g;
-            const int64_t ih = ih0 - hi * dih;
-            row_ok[h] = r < nrows && ih >= 0 && ih < p.Hin;
-            srow[h] = x_n + ci * HWin + (row_ok[h] ? ih : 0) * p.Win;
-          }
-          for (int c0 = lane; c0 < s.ncols; c0 += 32 * kStageBatch) {
-            scalar_t v[2][kStageBatch];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-#pragma unroll
-              for (int u = 0; u < kStageBatch; ++u) {
-                const int col = c0 + 32 * u;
-                const int64_t iw = iw_lo + col;
-                v[h][u] = row_ok[h] && col < s.ncols && iw >= 0 && iw < p.Win ? __ldg(srow[h] + iw)
-                                                                            : static_cast<scalar_t>(0);
-              }
-            }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int r = r0 + h * kWarps;
-#pragma unroll
-              for (int u = 0; u < kStageBatch; ++u) {
-                const int col = c0 + 32 * u;
-                if (r < nrows && col < s.ncols) x_s[r * s.ncols + col] = v[h][u];
-              }
-            }
-          }
+        const scalar_t* x_s = x_buf + cur * x_elems;
+        if constexpr (ASYNC) {
+          // The other buffer was last read before the previous segment's second barrier.
+          RowPos a = q;
+          int64_t ra = r;
+          int ta = tile;
+          next_tapped(a, ra, ta);
+          if (ra < r_end) stage(a, ta, x_buf + (cur ^ 1) * x_elems);
+          cp_async_commit();
+          cp_async_wait<1>();
+        } else {
+          stage(q, tile, x_buf);
         }
         __syncthreads();
-        // Two columns a thread, t and t + mt2 of one width phase, so one weight load serves both; and
-        // the tile's channels split in SPLIT parts across consecutive warps, so the work of a segment's
-        // tapped phases spreads over the block (one part: kb81's three tapped phases were three warps
-        // of eight, the others waiting at the barrier).
-        const int pairs = phases_w * mt2;
-        for (int i = tid; i < (pairs + 31) / 32 * 32 * SPLIT; i += kThreads) {
-          const int blk = i / 32, part = blk % SPLIT, pi = blk / SPLIT * 32 + i % 32;
-          if (pi >= pairs) continue;
-          const int rw = pi / mt2, t = pi - rw * mt2;
-          const int j = rw + t * phases_w, j2 = j + mt2 * phases_w;
+        // Pure-fill width phases of this tapped row: bias (or zero) at their columns (after the
+        // barrier: the last segment's stores read o_s up to it).
+        const int n_filled = phases_w - n_tapped;
+        for (int e = tid; e < n_filled * mt; e += kThreads) {
+          const int f = e / mt, t = e - f * mt, j = filled[f] + t * phases_w;
           if (j >= len) continue;
-          const bool two = t + mt2 < mt && j2 < len;
-          acc_t acc[CH], acc2[CH];
 #pragma unroll
-          for (int c = 0; c < CH; ++c) acc[c] = acc2[c] = acc_t(0);
+          for (int cc = 0; cc < CO_T; ++cc)
+            o_s[cc * s.pitch + ((mis0 + cc * plane_mis) & (VEC - 1)) + j] = static_cast<scalar_t>(b_s[cc]);
+        }
+        // COLS columns a thread, t + u * mtq of one tapped width phase, so one weight load serves all; and
+        // the tile's channels split in SPLIT parts across consecutive warps.
+        const int tasks = n_tapped * mtq;
+        for (int i = tid; i < (tasks + 31) / 32 * 32 * SPLIT; i += kThreads) {
+          const int blk = i / 32, part = blk % SPLIT, qi = blk / SPLIT * 32 + i % 32;
+          if (qi >= tasks) continue;
+          const int pi = qi / mtq, t = qi - pi * mtq, rw = tapped[pi];
+          acc_t acc[COLS][CH];
+#pragma unroll
+          for (int u = 0; u < COLS; ++u)
+#pragma unroll
+            for (int c = 0; c < CH; ++c) acc[u][c] = acc_t(0);
           const int k0 = k0w[rw];
-          if (k0 < p.KW) {
-            const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
-            for (int hi = 0; hi < nth; ++hi) {
-              const int kh = static_cast<int>(th.k0 + hi * th.step);
-              int sw_i = 0;
-              for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
-                const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
-                const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
-#pragma unroll 1
-                for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
-                  // the second column's value may lie past the staged row (read, never used): x_s has slack
-                  const acc_t xv = static_cast<acc_t>(xp[0]), xv2 = static_cast<acc_t>(xp[mt2]);
-                  acc_t wv[CH];
-                  load_weights<acc_t, CH>(w_t, wv);
+          const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
+          for (int hi = 0; hi < nth; ++hi) {
+            const int kh = k0h_r + hi * steph;
+            int sw_i = 0;
+            for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
+              const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
+              const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
+              // Two input channels a pass: the second's loads issue under the first's multiply-adds.
+#pragma unroll 2
+              for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
+                // a column past the phase's last reads past its staged row (never stored): x_s has slack
+                acc_t xv[COLS];
 #pragma unroll
-                  for (int c = 0; c < CH; ++c) {
-                    acc[c] += wv[c] * xv;
-                    acc2[c] += wv[c] * xv2;
-                  }
-                }
+                for (int u = 0; u < COLS; ++u) xv[u] = static_cast<acc_t>(xp[u * mtq]);
+                acc_t wv[CH];
+                load_weights<acc_t, CH>(w_t, wv);
+#pragma unroll
+                for (int u = 0; u < COLS; ++u)
+#pragma unroll
+                  for (int c = 0; c < CH; ++c) acc[u][c] += wv[c] * xv[u];
               }
             }
           }
 #pragma unroll
-          for (int c = 0; c < CH; ++c) {
-            const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
-            o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[c] + b_s[cc]);
-            if (two) o_s[cc * s.pitch + mis + j2] = static_cast<scalar_t>(acc2[c] + b_s[cc]);
+          for (int u = 0; u < COLS; ++u) {
+            const int j = rw + (t + u * mtq) * phases_w;
+            if (t + u * mtq >= mt || j >= len) continue;
+#pragma unroll
+            for (int c = 0; c < CH; ++c) {
+              const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
+              o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[u][c] + b_s[cc]);
+            }
           }
         }
         __syncthreads();
+        if constexpr (ASYNC) cur ^= 1;
       }
       // A warp a channel, its lanes along the row. Position q of a channel's segment is column q - mis:
       // whole 16-byte vectors k in [k_lo, k_hi) first, then the partial vectors at either end, an
@@ -273,14 +408,15 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? (CO_T <= 16 ? 3
         // lanes 0..VEC-1: the head [mis, VEC) when mis > 0; lanes 16..16+VEC-1: the tail from the
         // last whole vector (or from the head's end) to end
         const int tail = (k_hi > k_lo ? k_hi : k_lo) * VEC;
-        const int q = lane < 16 ? lane : tail + lane - 16;
-        const bool ok = lane < 16 ? lane < VEC && mis > 0 && q >= mis && q < end : lane - 16 < VEC && q < end;
-        if (ok) row[q] = fill ? fill_v : src[q];
+        const int qq = lane < 16 ? lane : tail + lane - 16;
+        const bool ok = lane < 16 ? lane < VEC && mis > 0 && qq >= mis && qq < end : lane - 16 < VEC && qq < end;
+        if (ok) row[qq] = fill ? fill_v : src[qq];
       }
-      // No barrier here: the next segment writes x_s, read only before the barrier above, and o_s only
-      // after its own staging barrier.
+      // No barrier here: the next segment writes o_s only after its own staging barrier, and stages its
+      // input into the buffer last read before the barrier above.
     }
   }
+  if constexpr (ASYNC) cp_async_wait<0>();  // an empty last group: nothing in flight at exit
 }
 
 // The group's channels rounded up to a tile, at most 32: a wider tile restages the input fewer times
@@ -290,7 +426,7 @@ int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 
 
 int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
 
-StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, int sms) {
+StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   const int64_t esize = at::elementSize(dtype), vec = 16 / esize;
   StripShape s;
   const int64_t cols = kColBytes / esize;
@@ -310,32 +446,45 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, in
   s.ncols = static_cast<int>(s.tw / p.sw - 1 + hi - lo + 1);
   const int64_t step_h = phase_taps(0, p.ph, p.sh, p.dh, p.KH).step;
   s.nth = static_cast<int>((p.KH + step_h - 1) / step_h);
-  // mt2 + 1 elements of slack: the paired column's read past the last staged row (never used)
-  s.x_bytes = align16((int64_t(s.nth) * p.Cin_g * s.ncols + s.tw / p.sw / 2 + 1) * esize);
-  // Fewer rows a block where kMaxRows would leave under four blocks an SM.
-  s.rows = kMaxRows;
-  for (;;) {
-    s.row_tiles = (p.Hout + s.rows - 1) / s.rows;
-    s.blocks = p.N * p.groups * s.co_tiles * s.row_tiles;
-    if (s.rows == 1 || s.blocks >= int64_t(sms) * 4) break;
-    s.rows /= 2;
-  }
+  // A thread's last column reads up to (COLS - 1) * mtq + 1 elements past the last staged row (never used).
+  const int64_t mtq = (s.tw / p.sw + cols_for(co_tile) - 1) / cols_for(co_tile);
+  s.x_bytes = align16((int64_t(s.nth) * p.Cin_g * s.ncols + int64_t(cols_for(co_tile)) * mtq + 1) * esize);
   return s;
 }
 
-int64_t smem_bytes(const StripShape& s) { return s.w_bytes + s.o_bytes + s.x_bytes; }
+// Two input buffers where staging is by cp.async (4-byte elements).
+int64_t smem_bytes(const StripShape& s, at::ScalarType dtype) {
+  return s.w_bytes + s.o_bytes + (at::elementSize(dtype) == 4 ? 2 : 1) * s.x_bytes;
+}
+
+// Blocks of the kernel resident on one SM, asked of the runtime once per (kernel, shared memory, device).
+int resident_blocks(const void* kernel, int64_t smem, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int64_t, int>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find({kernel, smem, device});
+  if (it != known.end()) return it->second;
+  int blocks = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, static_cast<size_t>(smem)));
+  TORCH_CHECK(blocks > 0, "convt: the strip kernel does not fit on an SM with ", smem, " bytes of shared memory");
+  known[{kernel, smem, device}] = blocks;
+  return blocks;
+}
 
 template <typename scalar_t, int CO_T>
 void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-            at::Tensor& out, cudaStream_t stream) {
+            at::Tensor& out, int sms, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
   // Outputs larger than L2 stream past it (evict-first stores: kb81 fp32 0.87 vs 1.01 ms); smaller ones
   // stay for the next layer to read.
   const bool stream_out = out.numel() * out.element_size() > kStreamBytes;
   auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true> : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
-  const int64_t smem = smem_bytes(s);
+  const int64_t smem = smem_bytes(s, x.scalar_type());
   allow_dynamic_smem(kernel, static_cast<int>(smem));
-  kernel<<<static_cast<unsigned>(s.blocks), kThreads, static_cast<size_t>(smem), stream>>>(
+  const int64_t rows = p.N * p.groups * s.co_tiles * p.Hout;
+  const int64_t grid =
+      std::min<int64_t>(rows, int64_t(sms) * resident_blocks(reinterpret_cast<const void*>(kernel), smem, x.get_device()));
+  kernel<<<static_cast<unsigned>(grid), kThreads, static_cast<size_t>(smem), stream>>>(
       p, s, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
       b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -353,16 +502,18 @@ bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
   // Columns, offsets, channels and phase-table entries are 32-bit.
   constexpr int64_t kInt = int64_t(1) << 30;
-  if (p.sw > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
+  if (p.sw > kMaxPhasesW || p.sh > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
+      p.ph + p.sh + p.KH * p.dh >= kInt ||
       p.Cin_g * p.KH * p.KW >= kInt || p.sh >= kInt)
     return false;
   if (p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype) > kMaxWeightBytes) return false;
-  const StripShape s = shape_for(p, dtype, co_tile, 1);
-  // The device's opt-in shared memory a block, less the kernel's static arrays (under 1 KB).
+  const StripShape s = shape_for(p, dtype, co_tile);
+  // The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
   int optin = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-  const int64_t limit = int64_t(optin) - 1024;
-  return s.blocks < (int64_t(1) << 31) && smem_bytes(s) <= limit;
+  const int64_t limit = int64_t(optin) - 3072;
+  // rows_total * gridDim.x in the kernel's even split stays inside int64 below 2^40 rows.
+  return p.N * p.groups * s.co_tiles * p.Hout < (int64_t(1) << 40) && smem_bytes(s, dtype) <= limit;
 }
 
 bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {
@@ -377,13 +528,14 @@ void launch_strip(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
                   int co_tile, cudaStream_t stream) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
   TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile), "convt: the strip kernel does not take this problem");
-  const StripShape s = shape_for(p, x.scalar_type(), co_tile, sm_count(x.get_device()));
+  const StripShape s = shape_for(p, x.scalar_type(), co_tile);
+  const int sms = sm_count(x.get_device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_strip", [&] {
     switch (co_tile) {
-      case 4: launch<scalar_t, 4>(p, s, x, w, b, out, stream); break;
-      case 8: launch<scalar_t, 8>(p, s, x, w, b, out, stream); break;
-      case 32: launch<scalar_t, 32>(p, s, x, w, b, out, stream); break;
-      default: launch<scalar_t, 16>(p, s, x, w, b, out, stream);
+      case 4: launch<scalar_t, 4>(p, s, x, w, b, out, sms, stream); break;
+      case 8: launch<scalar_t, 8>(p, s, x, w, b, out, sms, stream); break;
+      case 32: launch<scalar_t, 32>(p, s, x, w, b, out, sms, stream); break;
+      default: launch<scalar_t, 16>(p, s, x, w, b, out, sms, stream);
     }
   });
 }
