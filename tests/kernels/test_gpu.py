@@ -34,8 +34,8 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 # The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
-# The strip kernel's three channel tiles (4, its pick, 32).
-STRIP_ALGOS = ["strip4", "strip", "strip32"]
+# The strip kernel's channel tiles (4, its pick, 16, 32).
+STRIP_ALGOS = ["strip4", "strip", "strip16", "strip32"]
 # The rows kernel's tiles: outputs a thread, and k warps splitting the input channels.
 ROWS_ALGOS = ["rows4", "rows8", "rows4k2", "rows8k4", "rows8k8"]
 # The patch kernel: its own split, then one, two and four warps splitting a chunk's input channels.
@@ -638,7 +638,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     segment, several row tiles, odd widths and an output at an odd offset in its buffer (rows off 16-byte
     boundaries), pure-fill rows and columns, strides up to 6, dilation, padding past the kernel, groups,
     channel tails, bias, non-contiguous input."""
-    algo = STRIP_ALGOS[i % 3]
+    algo = STRIP_ALGOS[i % len(STRIP_ALGOS)]
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     rng = random.Random(seed * 15485863 + i)
     base = random_case(rng, max_hw=6, max_ch=2)
