@@ -163,6 +163,9 @@ CONVT_HD inline PhaseTaps phase_taps(int64_t phase, int64_t pad, int64_t stride,
   return t;
 }
 
+// Taps a phase has along one axis: k0, k0 + step, ... below K; none for a pure-fill phase.
+CONVT_HD inline int64_t phase_tap_count(const PhaseTaps& t, int64_t K) { return t.k0 < K ? (K - 1 - t.k0) / t.step + 1 : 0; }
+
 // Input row read by tap k for outputs of this phase: i = m + tap_offset.
 CONVT_HD inline int64_t tap_offset(int64_t phase, int64_t pad, int64_t stride, int64_t dil, int64_t k) {
   return (phase + pad - k * dil) / stride;

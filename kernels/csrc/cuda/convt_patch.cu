@@ -414,8 +414,8 @@ PatchGeom geometry(const ConvTParams& p, int ks, size_t elem) {
     const PhaseTaps th = phase_taps(f.rh, p.ph, p.sh, p.dh, p.KH);
     const PhaseTaps tw = phase_taps(f.rw, p.pw, p.sw, p.dw, p.KW);
     if (th.k0 >= p.KH || tw.k0 >= p.KW) continue;  // a pure fill
-    f.nth = static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
-    f.ntw = static_cast<int>((p.KW - 1 - tw.k0) / tw.step + 1);
+    f.nth = static_cast<int>(phase_tap_count(th, p.KH));
+    f.ntw = static_cast<int>(phase_tap_count(tw, p.KW));
     // Height dilation 1: a phase's height taps read consecutive rows, the last tap's first. Tap i of the
     // window (counted from the last) is kernel row k0 + (nth - 1 - i) * step.
     const int64_t off_h = tap_offset(f.rh, p.ph, p.sh, p.dh, th.k0) - (f.nth - 1);

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(256, 2)
   const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
   const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
   if (active && th.k0 < p.KH && tw.k0 < p.KW) {  // else a pure fill: bias or zero
-    const int nth = static_cast<int>((p.KH - 1 - th.k0) / th.step + 1);
+    const int nth = static_cast<int>(phase_tap_count(th, p.KH));
     const int64_t low = mh0 + tap_offset(rh, p.ph, p.sh, p.dh, th.k0) - (nth - 1);  // the window's first row
     const int64_t HWin = p.Hin * p.Win, KK = p.KH * p.KW, w_ci = p.Cout_g * KK;
     // Window rows inside the image: a mask, so the loop over channels has no bounds arithmetic.

@@ -46,6 +46,7 @@ struct StripShape {
   int pitch;  // staged row pitch in elements: room for a shift of up to VEC - 1, a multiple of VEC
   int col_tiles;
   int64_t co_tiles;
+  int64_t rows;  // the rows the blocks walk: (image, group, channel tile, output row)
   int off_min;  // the lowest width offset any tap has: a segment's staged input starts there
   int ncols;    // staged input columns a channel and height tap
   int nth;      // height taps a row can have
@@ -230,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
     const PhaseTaps t = phase_taps(r, p.ph, p.sh, p.dh, p.KH);
     k0h[r] = static_cast<int>(t.k0);
     off0h[r] = t.k0 < p.KH ? static_cast<int>(tap_offset(r, p.ph, p.sh, p.dh, t.k0)) : 0;
-    nthh[r] = t.k0 < p.KH ? static_cast<int>((p.KH - 1 - t.k0) / t.step + 1) : 0;
+    nthh[r] = static_cast<int>(phase_tap_count(t, p.KH));
   }
   __syncthreads();
   if (tid == 0) {
@@ -259,8 +260,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
                                  buf);
   };
 
-  const int64_t rows_total = p.N * p.groups * s.co_tiles * p.Hout;
-  const int64_t r_begin = rows_total * blockIdx.x / gridDim.x, r_end = rows_total * (blockIdx.x + 1) / gridDim.x;
+  const int64_t r_begin = s.rows * blockIdx.x / gridDim.x, r_end = s.rows * (blockIdx.x + 1) / gridDim.x;
   RowPos q;
   {
     const int64_t key = r_begin / p.Hout, gn = key / s.co_tiles;
@@ -443,6 +443,7 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   s.col_tiles = static_cast<int>((p.Wout + s.tw - 1) / s.tw);
   s.pitch = static_cast<int>((s.tw + vec - 1 + vec - 1) / vec * vec);
   s.co_tiles = (p.Cout_g + co_tile - 1) / co_tile;
+  s.rows = p.N * p.groups * s.co_tiles * p.Hout;
   s.w_bytes = align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
   s.o_bytes = align16(int64_t(co_tile) * s.pitch * esize);
   // Offsets (phase + pad - k * dil) / stride over every phase and tap lie in [lo, hi].
@@ -487,9 +488,8 @@ void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, cons
   auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true> : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
   const int64_t smem = smem_bytes(s, x.scalar_type());
   allow_dynamic_smem(kernel, static_cast<int>(smem));
-  const int64_t rows = p.N * p.groups * s.co_tiles * p.Hout;
   const int64_t grid =
-      std::min<int64_t>(rows, int64_t(sms) * resident_blocks(reinterpret_cast<const void*>(kernel), smem, x.get_device()));
+      std::min<int64_t>(s.rows, int64_t(sms) * resident_blocks(reinterpret_cast<const void*>(kernel), smem, x.get_device()));
   kernel<<<static_cast<unsigned>(grid), kThreads, static_cast<size_t>(smem), stream>>>(
       p, s, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
       b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, out.mutable_data_ptr<scalar_t>());
@@ -510,7 +510,7 @@ bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   constexpr int64_t kInt = int64_t(1) << 30;
   if (p.sw > kMaxPhasesW || p.sh > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
       p.ph + p.sh + p.KH * p.dh >= kInt ||
-      p.Cin_g * p.KH * p.KW >= kInt || p.sh >= kInt)
+      p.Cin_g * p.KH * p.KW >= kInt)
     return false;
   if (p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype) > kMaxWeightBytes) return false;
   const StripShape s = shape_for(p, dtype, co_tile);
@@ -518,8 +518,8 @@ bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   int optin = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
   const int64_t limit = int64_t(optin) - 3072;
-  // rows_total * gridDim.x in the kernel's even split stays inside int64 below 2^40 rows.
-  return p.N * p.groups * s.co_tiles * p.Hout < (int64_t(1) << 40) && smem_bytes(s, dtype) <= limit;
+  // rows * gridDim.x in the kernel's even split stays inside int64 below 2^40 rows.
+  return s.rows < (int64_t(1) << 40) && smem_bytes(s, dtype) <= limit;
 }
 
 bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {

@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (m_base >= M) continue;  // a smaller phase has fewer tiles than the largest one
     const PhaseTaps th = phase_taps(rh, p.ph, p.sh, p.dh, p.KH);
     const PhaseTaps tw = phase_taps(rw, p.pw, p.sw, p.dw, p.KW);
-    const int nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
-    const int ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+    const int nth = static_cast<int>(phase_tap_count(th, p.KH));
+    const int ntw = static_cast<int>(phase_tap_count(tw, p.KW));
     const int chunks = (tg.words + KWS - 1) / KWS;
     const int last_words = tg.words - (chunks - 1) * KWS;  // a multiple of 8: one mma k-step
     const int stages = nth * ntw * chunks;

@@ -85,8 +85,8 @@ __device__ __forceinline__ bool decode_tile(int64_t t, const ConvTParams& p, con
   if (d.qw0 >= d.Mw || d.qh0 >= d.Mh) return false;  // a smaller phase has fewer tiles than the largest one
   const PhaseTaps th = phase_taps(d.rh, p.ph, p.sh, p.dh, p.KH);
   const PhaseTaps tw = phase_taps(d.rw, p.pw, p.sw, p.dw, p.KW);
-  d.nth = th.k0 < p.KH ? static_cast<int>((p.KH - 1 - th.k0) / th.step) + 1 : 0;
-  d.ntw = tw.k0 < p.KW ? static_cast<int>((p.KW - 1 - tw.k0) / tw.step) + 1 : 0;
+  d.nth = static_cast<int>(phase_tap_count(th, p.KH));
+  d.ntw = static_cast<int>(phase_tap_count(tw, p.KW));
   d.kh0 = static_cast<int>(th.k0);
   d.kw0 = static_cast<int>(tw.k0);
   d.sth = static_cast<int>(th.step);
