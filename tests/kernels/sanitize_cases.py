@@ -31,6 +31,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # strip kernel: two column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
     (2, 6, 40, (3, 3), (5, 140), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),
     (1, 8, 12, (3, 5), (6, 300), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float16, "strip32", True),
+    # strip kernel: tensor cores on unpadded input channels (16), and its FFMA products (strict fp32)
+    (1, 16, 32, (3, 3), (5, 140), 5, 1, 0, 2, 1, torch.bfloat16, "strip", True),
+    (1, 16, 24, (3, 5), (6, 200), (2, 3), (1, 2), 0, (2, 1), 2, torch.float32, "strip", False),
     # columns kernel, shuffle (kernel == stride): pixel tiles across images and a channel tail with paired fp16
     # stores; groups and an odd kernel width (one store an output) in TF32; bf16, two column tiles, 128 bytes of k
     (2, 40, 24, (2, 2), (12, 20), 2, 0, 0, 1, 1, torch.float16, "cols", True),

@@ -34,8 +34,16 @@ TORCH_DTYPE = {"float64": torch.float64, "float32": torch.float32, "float32-tf32
 WG_ALGOS = ["wg32", "wg64", "wg64t", "wg128", "wg128t"]
 # The halo kernel's four (Hopper, TF32; problems it cannot take fall back to wg).
 WGH_ALGOS = ["wgh32", "wgh64", "wgh64s", "wgh128"]
-# The strip kernel's channel tiles (4, its pick, 16, 32).
-STRIP_ALGOS = ["strip4", "strip", "strip16", "strip32"]
+# The strip kernel's channel tiles (4, its pick, 16, 32), on tensor cores where the precision allows them, and its
+# pick on FFMA in every precision.
+STRIP_ALGOS = ["strip4", "strip", "strip16", "strip32", "stripf"]
+# Precisions in which the strip kernel's products run on tensor cores (cuda_path "strip"; "stripf" on FFMA).
+STRIP_MMA_PRECISIONS = ("float32-tf32", "float16", "bfloat16")
+
+
+def strip_path(algo: str, precision: str) -> str:
+    """The path name a case forced onto the strip kernel reports."""
+    return "stripf" if algo == "stripf" and precision in STRIP_MMA_PRECISIONS else "strip"
 # The rows kernel's tiles: outputs a thread, and k warps splitting the input channels.
 ROWS_ALGOS = ["rows4", "rows8", "rows4k2", "rows8k4", "rows8k8"]
 # The patch kernel: its own split, then one, two and four warps splitting a chunk's input channels.
@@ -634,10 +642,10 @@ def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
-    """Random problems forced onto the strip kernel, each channel tile in turn: rows wider than one staged
-    segment, several row tiles, odd widths and an output at an odd offset in its buffer (rows off 16-byte
-    boundaries), pure-fill rows and columns, strides up to 6, dilation, padding past the kernel, groups,
-    channel tails, bias, non-contiguous input."""
+    """Random problems forced onto the strip kernel, each channel tile in turn and on tensor cores and FFMA: rows
+    wider than one staged segment, several row tiles, odd widths and an output at an odd offset in its buffer (rows
+    off 16-byte boundaries), pure-fill rows and columns, strides up to 6, dilation, padding past the kernel, groups,
+    channel tails, input channels padded to the tensor cores' 8 (1, 3, 7) or not (8), bias, non-contiguous input."""
     algo = STRIP_ALGOS[i % len(STRIP_ALGOS)]
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     rng = random.Random(seed * 15485863 + i)
@@ -646,7 +654,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     s = (rng.randint(1, 4), rng.randint(1, 6))
     d = (rng.randint(1, 3), rng.randint(1, 3))
     g = rng.choice([1, 2, 3])
-    cin_g, cout_g = rng.choice([1, 3, 7]), rng.choice([1, 5, 16, 33])
+    cin_g, cout_g = rng.choice([1, 3, 7, 8]), rng.choice([1, 5, 16, 33])
     case = Case(min(base.n, 2), cin_g * g, cout_g * g, k, (rng.randint(1, 20), rng.randint(1, 330)), s,
                 (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
                 tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias, base.unbatched,
@@ -656,7 +664,7 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     if case.n > 0:
-        assert path_taken(case, TORCH_DTYPE[precision]) == "strip", f"not on the strip kernel: {case}"
+        assert path_taken(case, TORCH_DTYPE[precision]) == strip_path(algo, precision), f"not on {algo}: {case}"
     check_cuda(case, precision, seed * 15485863 + i, out_offset=rng.choice([0, 1, 3]))
 
 
@@ -665,13 +673,14 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
 def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
     """The strip kernel's persistent blocks on problems of many more rows than the grid holds, so that a block's
     share of rows crosses images, groups and channel tiles (restaging the weights and bias mid-walk) and mixes
-    pure-fill rows with tapped ones: groups, channel tails, bias, outputs off alignment."""
+    pure-fill rows with tapped ones: groups, channel tails, input channels padded to 8 or not, bias, outputs off
+    alignment."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     rng = random.Random(seed * 104729 + STRIP_ALGOS.index(algo))
     g = rng.choice([2, 3])
-    case = Case(rng.randint(5, 9), 5 * g, rng.choice([37, 70]) * g, (3, 3), (rng.randint(8, 14), rng.randint(20, 90)),
+    case = Case(rng.randint(5, 9), rng.choice([5, 8]) * g, rng.choice([37, 70]) * g, (3, 3), (rng.randint(8, 14), rng.randint(20, 90)),
                 (rng.randint(2, 3), rng.randint(2, 5)), (1, 1), (0, 1), (2, 1), g, True, False)
-    assert path_taken(case, TORCH_DTYPE[precision]) == "strip", f"not on the strip kernel: {case}"
+    assert path_taken(case, TORCH_DTYPE[precision]) == strip_path(algo, precision), f"not on {algo}: {case}"
     check_cuda(case, precision, seed * 104729 + 1, out_offset=rng.choice([0, 1, 3]), ref_device="cuda")
 
 

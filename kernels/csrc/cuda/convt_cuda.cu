@@ -213,8 +213,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // 24: four warpgroups of 1 row x 128 columns or 2 x 64); dws, dws4, dws23, dws13 (the same GEMM warp-specialized
 // and persistent, v18: a producer warpgroup and 2 consumer warpgroups of 2 rows x 128 columns or 4 x 64, or 3 of
 // 2 x 64 or 1 x 128);
-// strip, strip4, strip16,
-// strip32 (the FFMA path that writes whole output rows, its channel tile); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
+// strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
+// cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
@@ -234,6 +234,7 @@ struct Algo {
   DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup, warpgroups a block and columns; 0s: its pick
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
   int cells = 0;          // the cells kernel's k-steps a chunk; 0: its pick
+  bool strip_ffma = false;  // the strip kernel's products on FFMA even where tensor cores are allowed
 };
 
 struct Forced {
@@ -284,6 +285,7 @@ constexpr Forced kForced[] = {
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip16", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 16}},
     {"strip32", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 32}},
+    {"stripf", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, true}},
     {"tc", {Path::kTc}},
     {"tc32", {Path::kTc, TcTile::kBN32}},
     {"tc64", {Path::kTc, TcTile::kBN64}},
@@ -339,7 +341,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, strip, strip4, strip16, strip32, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -472,6 +474,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   return {Path::kTc};
 }
 
+// The strip kernel's products: on tensor cores where the precision allows them and that variant fits, unless forced
+// onto FFMA.
+bool strip_on_mma(const Algo& a, const ConvTParams& p, at::ScalarType dtype, bool tf32) {
+  return !a.strip_ffma && strip_mma(p, dtype, tf32, a.strip);
+}
+
 void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
@@ -489,7 +497,9 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
-    case Path::kStrip: launch_strip(p, x, w, b, out, algo.strip, stream); break;
+    case Path::kStrip:
+      launch_strip(p, x, w, b, out, algo.strip, strip_on_mma(algo, p, x.scalar_type(), tf32), stream);
+      break;
     default: launch_ffma(p, x, w, b, out, stream);
   }
 }
@@ -506,7 +516,10 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
   const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
   const at::Tensor weight_c = weight.contiguous();
   const ConvTParams p = make_params(input4, weight_c, c10::nullopt, stride, padding, output_padding, groups, dilation);
-  switch (choose_algo(p, input4, weight_c, at::globalContext().allowTF32CuDNN()).path) {
+  const bool tf32 = at::globalContext().allowTF32CuDNN();
+  const Algo algo = choose_algo(p, input4, weight_c, tf32);
+  const at::ScalarType dtype = input4.scalar_type();
+  switch (algo.path) {
     case Path::kWgh: return "wgh";
     case Path::kWg: return "wg";
     case Path::kTc: return "tc";
@@ -516,7 +529,10 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kCols: return "cols";
     case Path::kDense: return "dense";
     case Path::kDwg: return "dwg";
-    case Path::kStrip: return "strip";
+    case Path::kStrip:
+      // "stripf": FFMA where tensor cores were allowed (forced, or their variant did not fit)
+      return strip_on_mma(algo, p, dtype, tf32) || dtype == at::kDouble || (dtype == at::kFloat && !tf32) ? "strip"
+                                                                                                            : "stripf";
     default: return "ffma";
   }
 }

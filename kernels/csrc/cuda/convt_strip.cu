@@ -33,6 +33,7 @@ namespace convt {
 namespace {
 
 #include "cp_async.cuh"
+#include "mma_sync.cuh"
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kMaxPhasesW = 64;
@@ -49,6 +50,8 @@ struct StripShape {
   int64_t rows;  // the rows the blocks walk: (image, group, channel tile, output row)
   int off_min;  // the lowest width offset any tap has: a segment's staged input starts there
   int ncols;    // staged input columns a channel and height tap
+  int xpitch;   // their pitch: ncols, or on tensor cores 8 past a multiple of 32 (conflict-free A fragments)
+  int cip;      // staged channel rows a height tap: the group's, or on tensor cores padded to 8 (zero rows)
   int nth;      // height taps a row can have
   int64_t w_bytes, o_bytes, x_bytes;  // staged weights, output rows, input; 16-byte aligned sizes
 };
@@ -130,7 +133,7 @@ __device__ __forceinline__ void advance(RowPos& q, const ConvTParams& p, int64_t
   if (++q.g == p.groups) q.g = 0, ++q.n;
 }
 
-// One segment's input, [height tap][ci][ncols] from column iw_lo, zero outside the image, so the taps need no
+// One segment's input, [height tap][cip][xpitch] from column iw_lo, zero outside the image, so the taps need no
 // bounds tests. A warp a staged row (two at a time on the load path), its lanes along the columns.
 template <typename scalar_t, bool ASYNC>
 __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripShape& s, const scalar_t* x_n,
@@ -147,7 +150,7 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
       const int64_t ih = ih0 - hi * dih;
       const bool row_ok = ih >= 0 && ih < p.Hin;
       const scalar_t* srow = x_n + ci * HWin + (row_ok ? ih : 0) * p.Win;
-      scalar_t* drow = x_s + sr * s.ncols;
+      scalar_t* drow = x_s + (hi * s.cip + ci) * s.xpitch;
       for (int col = lane; col < s.ncols; col += 32) {
         const int iw = iw0 + col;
         const bool ok = row_ok && iw >= 0 && iw < win;
@@ -159,6 +162,7 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
     // up to 2 x kStageBatch loads in flight before their stores
     for (int r0 = warp; r0 < nrows; r0 += 2 * kWarps) {
       const scalar_t* srow[2];
+      scalar_t* drow[2];
       bool row_ok[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -166,6 +170,7 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
         const int64_t ih = ih0 - hi * dih;
         row_ok[h] = sr < nrows && ih >= 0 && ih < p.Hin;
         srow[h] = x_n + ci * HWin + (row_ok[h] ? ih : 0) * p.Win;
+        drow[h] = x_s + (hi * s.cip + ci) * s.xpitch;
       }
       for (int c0 = lane; c0 < s.ncols; c0 += 32 * kStageBatch) {
         scalar_t v[2][kStageBatch];
@@ -185,12 +190,19 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
 #pragma unroll
           for (int u = 0; u < kStageBatch; ++u) {
             const int col = c0 + 32 * u;
-            if (sr < nrows && col < s.ncols) x_s[sr * s.ncols + col] = v[h][u];
+            if (sr < nrows && col < s.ncols) drow[h][col] = v[h][u];
           }
         }
       }
     }
   }
+}
+
+// B registers a lane of an MMA k-step (2 TF32, 1 half type); 1 where there is no MMA (double has no MmaK8).
+template <typename scalar_t, bool MMA>
+constexpr int b_words() {
+  if constexpr (MMA) return MmaK8<scalar_t>::kBWords;
+  else return 1;
 }
 
 // Blocks an SM the registers must allow: two (at three, 80 registers a thread, the four-column tiles spill;
@@ -200,7 +212,12 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
 // problem's output rows, ordered (image, group, channel tile, row), so it stages a tile's weights once
 // for all the rows it owns of that tile rather than once every 8 rows (v11: 21 M of kb81's 334 M
 // instructions were that staging), and the share evens out to a row instead of a tile of eight.
-template <typename scalar_t, typename acc_t, int CO_T, bool STREAM>
+//
+// MMA: the products on tensor cores (TF32, fp16, bf16; v23), else FFMA. A warp's task is then 16 columns of one
+// tapped width phase against 8 or 16 channels: the GEMM's M the phase's columns (A from the staged rows, a tap a
+// shift of them), N the channels, K a tap's input channels 8 at a time; the weights are staged once a channel tile
+// as B fragments, TF32-rounded. FFMA's ~1.2 instructions a multiply-add were ~40% of kb81's instructions (v22b).
+template <typename scalar_t, typename acc_t, int CO_T, bool STREAM, bool MMA>
 __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
     convt_strip_kernel(const ConvTParams p, const StripShape s, const scalar_t* __restrict__ x,
                        const scalar_t* __restrict__ w, const scalar_t* __restrict__ bias, scalar_t* __restrict__ y) {
@@ -210,6 +227,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   constexpr bool ASYNC = async_staging<scalar_t>();
   extern __shared__ __align__(16) unsigned char smem[];
   acc_t* w_s = reinterpret_cast<acc_t*>(smem);                               // [tap][ci][CO_T]
+  uint32_t* w_f = reinterpret_cast<uint32_t*>(smem);  // MMA: [tap][cip / 8][n-tile][lane][B words]
   scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
   scalar_t* x_buf = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // ASYNC ? 2 : 1 x [tap][ci][ncols]
   // Width phases: first tap and offset, and the phases with taps and without (a warp's work is taken
@@ -251,6 +269,18 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   const int64_t dih = steph * p.dh / p.sh;
   const int64_t HWin = p.Hin * p.Win, plane = p.Hout * p.Wout;
   const int mt = s.tw / phases_w, mtq = (mt + COLS - 1) / COLS;
+  // MMA: NP8 n-tiles of 8 channels (CO_T 4 pads to one), NT of them a task.
+  constexpr int NP8 = (CO_T + 7) / 8, NT = NP8 >= 2 ? 2 : 1, NG = NP8 / NT;
+  constexpr int BW = b_words<scalar_t, MMA>();
+  if constexpr (MMA) {
+    // The padded channel rows (the group's channels up to a multiple of 8) read as zero in every staged buffer.
+    const int pad = s.cip - cin_g, per_buf = s.nth * pad * s.xpitch;
+    for (int e = tid; e < (ASYNC ? 2 : 1) * per_buf; e += kThreads) {
+      const int b = e / per_buf, r = e - b * per_buf, row = r / s.xpitch, hi = row / pad;
+      x_buf[b * (s.x_bytes / int64_t(sizeof(scalar_t))) + (hi * s.cip + cin_g + row - hi * pad) * s.xpitch +
+            (r - row * s.xpitch)] = static_cast<scalar_t>(0);
+    }
+  }
   // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
   const int plane_mis = static_cast<int>(plane & (VEC - 1));
   const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
@@ -299,13 +329,33 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
       // Weights: the tile's co_n * KK values of an input channel are contiguous in memory, so read them in
       // that order (coalesced) and scatter to [tap][ci][c]; channels past the group's end stay zero.
       const int per_ci = co_n * KK;
-      for (int e = tid; e < cin_g * per_ci; e += kThreads) {
-        const int ci = e / per_ci, rr = e - ci * per_ci, c = rr / KK, tap = rr - c * KK;
-        w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w[((q.g * p.Cin_g + ci) * p.Cout_g + co0) * KK + rr]);
-      }
-      for (int e = tid; e < KK * cin_g * (CO_T - co_n); e += kThreads) {
-        const int c = co_n + e % (CO_T - co_n), row = e / (CO_T - co_n);
-        w_s[row * CO_T + c] = acc_t(0);
+      const scalar_t* w_g = w + (q.g * p.Cin_g * p.Cout_g + co0) * KK;
+      if constexpr (MMA) {
+        // B fragments: lane l holds column (channel) l / 4 of its n-tile, rows (channels in) l % 4 and + 4
+        // (TF32) or 2 (l % 4) and + 1 (half types); zero past the group's channels either way.
+        const int words = KK * (s.cip / 8) * NP8 * 32 * BW;
+        for (int e = tid; e < words; e += kThreads) {
+          const int r = e % BW, l = e / BW % 32, nt = e / (BW * 32) % NP8, kt = e / (BW * 32 * NP8);
+          const int tap = kt / (s.cip / 8), c = nt * 8 + l / 4;
+          const int ci0 = (kt - tap * (s.cip / 8)) * 8 + (BW == 2 ? l % 4 + 4 * r : 2 * (l % 4));
+          auto wv = [&](int ci) {
+            return ci < cin_g && c < co_n ? w_g[(ci * p.Cout_g + c) * KK + tap] : static_cast<scalar_t>(0);
+          };
+          if constexpr (BW == 2) {
+            w_f[e] = tf32_round(static_cast<float>(wv(ci0)));
+          } else {
+            w_f[e] = uint32_t(wv(ci0).x) | uint32_t(wv(ci0 + 1).x) << 16;
+          }
+        }
+      } else {
+        for (int e = tid; e < cin_g * per_ci; e += kThreads) {
+          const int ci = e / per_ci, rr = e - ci * per_ci, c = rr / KK, tap = rr - c * KK;
+          w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w_g[ci * p.Cout_g * KK + rr]);
+        }
+        for (int e = tid; e < KK * cin_g * (CO_T - co_n); e += kThreads) {
+          const int c = co_n + e % (CO_T - co_n), row = e / (CO_T - co_n);
+          w_s[row * CO_T + c] = acc_t(0);
+        }
       }
       if (tid < CO_T)
         b_s[tid] = bias != nullptr && tid < co_n ? static_cast<acc_t>(bias[q.g * p.Cout_g + co0 + tid]) : acc_t(0);
@@ -344,51 +394,117 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           for (int cc = 0; cc < CO_T; ++cc)
             o_s[cc * s.pitch + ((mis0 + cc * plane_mis) & (VEC - 1)) + j] = static_cast<scalar_t>(b_s[cc]);
         }
-        // COLS columns a thread, t + u * mtq of one tapped width phase, so one weight load serves all; and
-        // the tile's channels split in SPLIT parts across consecutive warps (numbering the tasks part-major
-        // instead put kb75's light one-tap phase twice on one scheduler and its barrier wait rose 20%).
-        const int tasks = n_tapped * mtq;
-        for (int i = tid; i < (tasks + 31) / 32 * 32 * SPLIT; i += kThreads) {
-          const int blk = i / 32, part = blk % SPLIT, qi = blk / SPLIT * 32 + i % 32;
-          if (qi >= tasks) continue;
-          const int pi = qi / mtq, t = qi - pi * mtq, rw = tapped[pi];
-          acc_t acc[COLS][CH];
+        if constexpr (MMA) {
+          // A lane's A elements: columns g and g + 8 of the task's 16, channels t and t + 4 (TF32) or 2t and
+          // 2t + 1 (half types) of the k-step's 8; its accumulators: channels 2t and 2t + 1 of each n-tile.
+          const int g8 = lane / 4, t4 = lane % 4;
+          const int a_lane = (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8;
+          const int mtiles = (mt + 15) / 16, ksteps = s.cip / 8;
+          const int tasks = n_tapped * mtiles * NG;
+          for (int task = warp; task < tasks; task += kWarps) {
+            const int ng = task % NG, pm = task / NG, pi = pm / mtiles, mtile = pm - pi * mtiles, rw = tapped[pi];
+            float acc[NT][4];
 #pragma unroll
-          for (int u = 0; u < COLS; ++u)
+            for (int n = 0; n < NT; ++n)
 #pragma unroll
-            for (int c = 0; c < CH; ++c) acc[u][c] = acc_t(0);
-          const int k0 = k0w[rw];
-          const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
-          for (int hi = 0; hi < nth; ++hi) {
-            const int kh = k0h_r + hi * steph;
-            int sw_i = 0;
-            for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
-              const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
-              const scalar_t* xp = x_t + hi * cin_g * s.ncols - sw_i * diw;
-              // Two input channels a pass: the second's loads issue under the first's multiply-adds.
+              for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
+            const int k0 = k0w[rw];
+            const scalar_t* x_t = x_s + mtile * 16 + off0w[rw] - s.off_min + a_lane;
+            for (int hi = 0; hi < nth; ++hi) {
+              const int kh = k0h_r + hi * steph;
+              int sw_i = 0;
+              for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
+                const uint32_t* wp = w_f + ((kh * static_cast<int>(p.KW) + kw) * ksteps * NP8 + ng * NT) * 32 * BW + lane * BW;
+                const scalar_t* xp = x_t + hi * s.cip * s.xpitch - sw_i * diw;
 #pragma unroll 2
-              for (int ci = 0; ci < cin_g; ++ci, xp += s.ncols, w_t += CO_T) {
-                // a column past the phase's last reads past its staged row (never stored): x_s has slack
-                acc_t xv[COLS];
+                for (int kk = 0; kk < ksteps; ++kk, xp += 8 * s.xpitch, wp += NP8 * 32 * BW) {
+                  uint32_t a[4];
+                  if constexpr (BW == 2) {
+                    a[0] = tf32_round(xp[0]);
+                    a[1] = tf32_round(xp[8]);
+                    a[2] = tf32_round(xp[4 * s.xpitch]);
+                    a[3] = tf32_round(xp[4 * s.xpitch + 8]);
+                  } else {
+                    a[0] = uint32_t(xp[0].x) | uint32_t(xp[s.xpitch].x) << 16;
+                    a[1] = uint32_t(xp[8].x) | uint32_t(xp[s.xpitch + 8].x) << 16;
+                  }
 #pragma unroll
-                for (int u = 0; u < COLS; ++u) xv[u] = static_cast<acc_t>(xp[u * mtq]);
-                acc_t wv[CH];
-                load_weights<acc_t, CH>(w_t, wv);
-#pragma unroll
-                for (int u = 0; u < COLS; ++u)
-#pragma unroll
-                  for (int c = 0; c < CH; ++c) acc[u][c] += wv[c] * xv[u];
+                  for (int n = 0; n < NT; ++n) {
+                    uint32_t b[BW];
+                    if constexpr (BW == 2) {
+                      const uint2 v = *reinterpret_cast<const uint2*>(wp + n * 32 * BW);
+                      b[0] = v.x, b[1] = v.y;
+                    } else {
+                      b[0] = wp[n * 32];
+                    }
+                    MmaK8<scalar_t>::run(acc[n], a, b);
+                  }
+                }
               }
             }
+            // Columns past the phase's last (a partial m-tile) computed from slack and dropped here.
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int pc = mtile * 16 + g8 + 8 * h, j = rw + pc * phases_w;
+              if (pc >= mt || j >= len) continue;
+#pragma unroll
+              for (int n = 0; n < NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  const int cc = (ng * NT + n) * 8 + 2 * t4 + e;
+                  if (CO_T % 8 != 0 && cc >= CO_T) continue;
+                  const int mis = (mis0 + cc * plane_mis) & (VEC - 1);
+                  o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[n][2 * h + e] + b_s[cc]);
+                }
+            }
           }
-#pragma unroll
-          for (int u = 0; u < COLS; ++u) {
-            const int j = rw + (t + u * mtq) * phases_w;
-            if (t + u * mtq >= mt || j >= len) continue;
-#pragma unroll
-            for (int c = 0; c < CH; ++c) {
-              const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
-              o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[u][c] + b_s[cc]);
+        } else {
+          // COLS columns a thread, t + u * mtq of one tapped width phase, so one weight load serves all; and
+          // the tile's channels split in SPLIT parts across consecutive warps (numbering the tasks part-major
+          // instead put kb75's light one-tap phase twice on one scheduler and its barrier wait rose 20%).
+          const int tasks = n_tapped * mtq;
+          for (int i = tid; i < (tasks + 31) / 32 * 32 * SPLIT; i += kThreads) {
+            const int blk = i / 32, part = blk % SPLIT, qi = blk / SPLIT * 32 + i % 32;
+            if (qi >= tasks) continue;
+            const int pi = qi / mtq, t = qi - pi * mtq, rw = tapped[pi];
+            acc_t acc[COLS][CH];
+  #pragma unroll
+            for (int u = 0; u < COLS; ++u)
+  #pragma unroll
+              for (int c = 0; c < CH; ++c) acc[u][c] = acc_t(0);
+            const int k0 = k0w[rw];
+            const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
+            for (int hi = 0; hi < nth; ++hi) {
+              const int kh = k0h_r + hi * steph;
+              int sw_i = 0;
+              for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
+                const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
+                const scalar_t* xp = x_t + hi * s.cip * s.xpitch - sw_i * diw;
+                // Two input channels a pass: the second's loads issue under the first's multiply-adds.
+  #pragma unroll 2
+                for (int ci = 0; ci < cin_g; ++ci, xp += s.xpitch, w_t += CO_T) {
+                  // a column past the phase's last reads past its staged row (never stored): x_s has slack
+                  acc_t xv[COLS];
+  #pragma unroll
+                  for (int u = 0; u < COLS; ++u) xv[u] = static_cast<acc_t>(xp[u * mtq]);
+                  acc_t wv[CH];
+                  load_weights<acc_t, CH>(w_t, wv);
+  #pragma unroll
+                  for (int u = 0; u < COLS; ++u)
+  #pragma unroll
+                    for (int c = 0; c < CH; ++c) acc[u][c] += wv[c] * xv[u];
+                }
+              }
+            }
+  #pragma unroll
+            for (int u = 0; u < COLS; ++u) {
+              const int j = rw + (t + u * mtq) * phases_w;
+              if (t + u * mtq >= mt || j >= len) continue;
+  #pragma unroll
+              for (int c = 0; c < CH; ++c) {
+                const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
+                o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[u][c] + b_s[cc]);
+              }
             }
           }
         }
@@ -432,7 +548,7 @@ int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 
 
 int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
 
-StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
+StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma) {
   const int64_t esize = at::elementSize(dtype), vec = 16 / esize;
   StripShape s;
   const int64_t cols = kColBytes / esize;
@@ -444,18 +560,27 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
   s.pitch = static_cast<int>((s.tw + vec - 1 + vec - 1) / vec * vec);
   s.co_tiles = (p.Cout_g + co_tile - 1) / co_tile;
   s.rows = p.N * p.groups * s.co_tiles * p.Hout;
-  s.w_bytes = align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
+  s.w_bytes = 0;  // below, once cip is known
   s.o_bytes = align16(int64_t(co_tile) * s.pitch * esize);
   // Offsets (phase + pad - k * dil) / stride over every phase and tap lie in [lo, hi].
   auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
   const int64_t lo = floor_div(p.pw - (p.KW - 1) * p.dw, p.sw), hi = floor_div(p.sw - 1 + p.pw, p.sw);
   s.off_min = static_cast<int>(lo);
   s.ncols = static_cast<int>(s.tw / p.sw - 1 + hi - lo + 1);
+  // A fragment's 4 k-rows x 8 columns land in 32 banks when the row pitch is 8 past a multiple of 32 words
+  // (TF32: rows t, t + 4; half types: rows 2t, 2t + 1, pairs of columns a word).
+  s.xpitch = mma ? s.ncols + ((8 - s.ncols) % 32 + 32) % 32 : s.ncols;
+  s.cip = static_cast<int>(mma ? (p.Cin_g + 7) / 8 * 8 : p.Cin_g);
   const int64_t step_h = phase_taps(0, p.ph, p.sh, p.dh, p.KH).step;
   s.nth = static_cast<int>((p.KH + step_h - 1) / step_h);
   // A thread's last column reads up to (COLS - 1) * mtq + 1 elements past the last staged row (never used).
   const int64_t mtq = (s.tw / p.sw + cols_for(co_tile) - 1) / cols_for(co_tile);
-  s.x_bytes = align16((int64_t(s.nth) * p.Cin_g * s.ncols + int64_t(cols_for(co_tile)) * mtq + 1) * esize);
+  // An m-tile's last column reads up to 15 past its phase's last (dropped).
+  const int64_t slack = mma ? 16 : int64_t(cols_for(co_tile)) * mtq + 1;
+  // MMA: B words, one an element in TF32 and one a pair in half types, over channel tiles padded to 8.
+  s.w_bytes = mma ? align16(p.KH * p.KW * s.cip * (co_tile + 7) / 8 * 8 * esize)
+                  : align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
+  s.x_bytes = align16((int64_t(s.nth) * s.cip * s.xpitch + slack) * esize);
   return s;
 }
 
@@ -478,14 +603,15 @@ int resident_blocks(const void* kernel, int64_t smem, int device) {
   return blocks;
 }
 
-template <typename scalar_t, int CO_T>
+template <typename scalar_t, int CO_T, bool MMA>
 void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
             at::Tensor& out, int sms, cudaStream_t stream) {
   using acc_t = at::opmath_type<scalar_t>;
   // Outputs larger than L2 stream past it (evict-first stores: kb81 fp32 0.87 vs 1.01 ms); smaller ones
   // stay for the next layer to read.
   const bool stream_out = out.numel() * out.element_size() > kStreamBytes;
-  auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true> : convt_strip_kernel<scalar_t, acc_t, CO_T, false>;
+  auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true, MMA>
+                           : convt_strip_kernel<scalar_t, acc_t, CO_T, false, MMA>;
   const int64_t smem = smem_bytes(s, x.scalar_type());
   allow_dynamic_smem(kernel, static_cast<int>(smem));
   const int64_t grid =
@@ -496,6 +622,15 @@ void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, cons
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+template <typename scalar_t, int CO_T>
+void launch_math(const ConvTParams& p, const StripShape& s, const at::Tensor& x, const at::Tensor& w,
+                 const at::Tensor& b, at::Tensor& out, bool mma, int sms, cudaStream_t stream) {
+  if constexpr (sizeof(scalar_t) != 8) {
+    if (mma) return launch<scalar_t, CO_T, true>(p, s, x, w, b, out, sms, stream);
+  }
+  launch<scalar_t, CO_T, false>(p, s, x, w, b, out, sms, stream);
+}
+
 int sm_count(int device) {
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -504,22 +639,28 @@ int sm_count(int device) {
 
 }  // namespace
 
-bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile) {
+bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
+  if (mma && dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16) return false;
   // Columns, offsets, channels and phase-table entries are 32-bit.
   constexpr int64_t kInt = int64_t(1) << 30;
   if (p.sw > kMaxPhasesW || p.sh > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
       p.ph + p.sh + p.KH * p.dh >= kInt ||
       p.Cin_g * p.KH * p.KW >= kInt)
     return false;
-  if (p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype) > kMaxWeightBytes) return false;
-  const StripShape s = shape_for(p, dtype, co_tile);
+  const StripShape s = shape_for(p, dtype, co_tile, mma);
+  if (s.w_bytes > kMaxWeightBytes) return false;
   // The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
   int optin = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
   const int64_t limit = int64_t(optin) - 3072;
   // rows * gridDim.x in the kernel's even split stays inside int64 below 2^40 rows.
   return s.rows < (int64_t(1) << 40) && smem_bytes(s, dtype) <= limit;
+}
+
+bool strip_mma(const ConvTParams& p, at::ScalarType dtype, bool tf32, int co_tile) {
+  return (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32)) &&
+         strip_supports(p, dtype, co_tile, true);
 }
 
 bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {
@@ -531,17 +672,17 @@ bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {
 }
 
 void launch_strip(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                  int co_tile, cudaStream_t stream) {
+                  int co_tile, bool mma, cudaStream_t stream) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
-  TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile), "convt: the strip kernel does not take this problem");
-  const StripShape s = shape_for(p, x.scalar_type(), co_tile);
+  TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile, mma), "convt: the strip kernel does not take this problem");
+  const StripShape s = shape_for(p, x.scalar_type(), co_tile, mma);
   const int sms = sm_count(x.get_device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_strip", [&] {
     switch (co_tile) {
-      case 4: launch<scalar_t, 4>(p, s, x, w, b, out, sms, stream); break;
-      case 8: launch<scalar_t, 8>(p, s, x, w, b, out, sms, stream); break;
-      case 32: launch<scalar_t, 32>(p, s, x, w, b, out, sms, stream); break;
-      default: launch<scalar_t, 16>(p, s, x, w, b, out, sms, stream);
+      case 4: launch_math<scalar_t, 4>(p, s, x, w, b, out, mma, sms, stream); break;
+      case 8: launch_math<scalar_t, 8>(p, s, x, w, b, out, mma, sms, stream); break;
+      case 32: launch_math<scalar_t, 32>(p, s, x, w, b, out, mma, sms, stream); break;
+      default: launch_math<scalar_t, 16>(p, s, x, w, b, out, mma, sms, stream);
     }
   });
 }

@@ -1,6 +1,6 @@
-// mma.sync as both mma.sync kernels issue it (convt_tc.cu, convt_cols.cu): c += a x b on one 16 x 8 tile with fp32
-// accumulators, m16n8k8 for TF32 and m16n8k16 for fp16/bf16, and the rounding that makes an fp32 a TF32 operand
-// (and 3xTF32's hi/lo split).
+// mma.sync as the mma.sync kernels issue it (convt_tc.cu, convt_cols.cu, convt_cells.cu, convt_strip.cu): c += a x b
+// on one 16 x 8 tile with fp32 accumulators, m16n8k8 for TF32 and m16n8k16 (or m16n8k8) for fp16/bf16, and the
+// rounding that makes an fp32 a TF32 operand (and 3xTF32's hi/lo split).
 // Included into each .cu's anonymous namespace (convt_tc.cu, convt_wg.cu and convt_wgh.cu through tc_common.cuh);
 // the includer has already included cuda_fp16.h, cuda_bf16.h, ATen's Half and BFloat16, and <cstdint>.
 #pragma once
@@ -49,5 +49,36 @@ struct Mma<at::BFloat16> {
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+// k = 8 in every type (the strip kernel's k-step is one tap's 8 input channels, so a group of 8 channels pads
+// nothing): TF32 as Mma<float>, fp16/bf16 as m16n8k8 with A in 2 registers (channels 2t, 2t+1 of rows g, g+8) and
+// B in 1 (channels 2t, 2t+1 of column g).
+template <typename T>
+struct MmaK8;
+template <>
+struct MmaK8<float> {
+  static constexpr int kBWords = 2;  // B registers a lane
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) { Mma<float>::run(c, a, b); }
+};
+template <>
+struct MmaK8<at::Half> {
+  static constexpr int kBWords = 1;
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  }
+};
+template <>
+struct MmaK8<at::BFloat16> {
+  static constexpr int kBWords = 1;
+  __device__ __forceinline__ static void run(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
   }
 };
