@@ -53,6 +53,7 @@ struct StripShape {
   int xpitch;   // their pitch: ncols, or on tensor cores 8 past a multiple of 32 (conflict-free A fragments)
   int cip;      // staged channel rows a height tap: the group's, or on tensor cores padded to 8 (zero rows)
   int nth;      // height taps a row can have
+  int stage;    // StageMode; with kStageCp16 a segment's staged columns start 16-byte aligned, ncols rounded to 16 bytes
   int64_t w_bytes, o_bytes, x_bytes;  // staged weights, output rows, input; 16-byte aligned sizes
 };
 
@@ -111,11 +112,11 @@ __device__ __forceinline__ void load_weights(const acc_t* w_t, acc_t (&wv)[CO_T]
 // weight load, so a multiply-add costs ~1.2 instructions (two columns at kb75's 8 channels a thread: ~1.5).
 constexpr int cols_for(int co_tile) { return co_tile >= 32 ? 2 : 4; }
 
-// 4-byte elements stage by cp.async into two buffers, a segment's input in flight while the one before computes
-// (v22a: kb75's synchronous staging, its loads waited on at the barrier, held 29% of the stall samples).
-// cp.async copies 4, 8 or 16 bytes, so 2-byte types stage with loads and stores.
-template <typename scalar_t>
-constexpr bool async_staging() { return sizeof(scalar_t) == 4; }
+// How a segment's input is staged. By cp.async into two buffers, a segment's input in flight while the one before
+// computes (v22a: kb75's synchronous staging, its loads waited on at the barrier, held 29% of the stall samples):
+// 16-byte copies where every image row is 16-byte aligned (v23: a 4-byte copy an element was ~25% of kb81's
+// instructions), else 4-byte ones for 4-byte types; else (2-byte types on unaligned rows) loads and stores.
+enum StageMode : int { kStageLoads = 0, kStageCp4 = 1, kStageCp16 = 2 };
 
 // A block's place in its walk over (image, group, channel tile, output row), advanced a row at a time without
 // division (v22a: the per-row 64-bit divisions and phase_taps were ~20% of kb81's instructions).
@@ -133,28 +134,40 @@ __device__ __forceinline__ void advance(RowPos& q, const ConvTParams& p, int64_t
   if (++q.g == p.groups) q.g = 0, ++q.n;
 }
 
-// One segment's input, [height tap][cip][xpitch] from column iw_lo, zero outside the image, so the taps need no
-// bounds tests. A warp a staged row (two at a time on the load path), its lanes along the columns.
-template <typename scalar_t, bool ASYNC>
+// One segment's input, [height tap][cip][xpitch] from column iw_lo (16-byte aligned with kStageCp16), zero
+// outside the image, so the taps need no bounds tests. A warp a staged row (two at a time on the load path), its
+// lanes along the columns.
+template <typename scalar_t>
 __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripShape& s, const scalar_t* x_n,
                                             int64_t ih0, int64_t dih, int nth, int64_t iw_lo, scalar_t* x_s) {
+  constexpr int VEC = 16 / sizeof(scalar_t);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, cin_g = static_cast<int>(p.Cin_g);
   const int64_t HWin = p.Hin * p.Win;
   const int nrows = nth * cin_g;
-  if constexpr (ASYNC) {
+  if (s.stage != kStageLoads) {
     // (height tap, channel) of row sr stepped without division, and 32-bit columns (v22b: a division a staged row
     // and 64-bit arithmetic an element; this took kb81 from 282 M to 275 M instructions).
+    // A group's input of an image is under 2^31 elements (strip_supports), so rows are 32-bit offsets from x_n
+    // (v23b: 64-bit row arithmetic was ~40 instructions a staged row).
     int hi = warp / cin_g, ci = warp - hi * cin_g;
-    const int iw0 = static_cast<int>(iw_lo), win = static_cast<int>(p.Win);
+    const int iw0 = static_cast<int>(iw_lo), win = static_cast<int>(p.Win), hin = static_cast<int>(p.Hin);
+    const int hwin = static_cast<int>(HWin), ih0_i = static_cast<int>(ih0), dih_i = static_cast<int>(dih);
+    const bool wide = s.stage == kStageCp16;
+    const int step = wide ? VEC : 1, n = wide ? s.ncols / VEC : s.ncols;
     for (int sr = warp; sr < nrows; sr += kWarps) {
-      const int64_t ih = ih0 - hi * dih;
-      const bool row_ok = ih >= 0 && ih < p.Hin;
-      const scalar_t* srow = x_n + ci * HWin + (row_ok ? ih : 0) * p.Win;
+      const int ih = ih0_i - hi * dih_i;
+      const bool row_ok = ih >= 0 && ih < hin;
+      const scalar_t* srow = x_n + (ci * hwin + (row_ok ? ih : 0) * win);
       scalar_t* drow = x_s + (hi * s.cip + ci) * s.xpitch;
-      for (int col = lane; col < s.ncols; col += 32) {
-        const int iw = iw0 + col;
+      // A 16-byte piece starts at a multiple of VEC and Win is one, so it is wholly inside the row or outside.
+      for (int j = lane; j < n; j += 32) {
+        const int iw = iw0 + j * step;
         const bool ok = row_ok && iw >= 0 && iw < win;
-        cp_async4_zfill(drow + col, srow + (ok ? iw : 0), ok);
+        if (wide) {
+          cp_async16_zfill(drow + j * VEC, srow + (ok ? iw : 0), ok);
+        } else if constexpr (sizeof(scalar_t) == 4) {
+          cp_async4_zfill(drow + j, srow + (ok ? iw : 0), ok);
+        }
       }
       for (ci += kWarps; ci >= cin_g; ci -= cin_g) ++hi;
     }
@@ -224,17 +237,17 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   constexpr int VEC = 16 / sizeof(scalar_t);
   constexpr int SPLIT = CO_T >= 8 ? 2 : 1, CH = CO_T / SPLIT;  // channel parts, channels a thread
   constexpr int COLS = cols_for(CO_T);
-  constexpr bool ASYNC = async_staging<scalar_t>();
+  const bool async = s.stage != kStageLoads;
   extern __shared__ __align__(16) unsigned char smem[];
   acc_t* w_s = reinterpret_cast<acc_t*>(smem);                               // [tap][ci][CO_T]
   uint32_t* w_f = reinterpret_cast<uint32_t*>(smem);  // MMA: [tap][cip / 8][n-tile][lane][B words]
   scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
-  scalar_t* x_buf = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // ASYNC ? 2 : 1 x [tap][ci][ncols]
+  scalar_t* x_buf = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // async ? 2 : 1 x [tap][cip][xpitch]
   // Width phases: first tap and offset, and the phases with taps and without (a warp's work is taken
   // from the tapped ones only, so no warp of the block idles through a pure-fill phase's columns);
   // height phases: first tap, its row offset and the number of taps.
   __shared__ int k0w[kMaxPhasesW], off0w[kMaxPhasesW], tapped[kMaxPhasesW], filled[kMaxPhasesW], n_tapped;
-  __shared__ int k0h[kMaxPhasesW], off0h[kMaxPhasesW], nthh[kMaxPhasesW];
+  __shared__ int k0h[kMaxPhasesW], off0h[kMaxPhasesW], nthh[kMaxPhasesW], ntw_s[kMaxPhasesW];
   __shared__ acc_t b_s[CO_T];
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -244,6 +257,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
     const PhaseTaps t = phase_taps(r, p.pw, p.sw, p.dw, p.KW);
     k0w[r] = static_cast<int>(t.k0);
     off0w[r] = t.k0 < p.KW ? static_cast<int>(tap_offset(r, p.pw, p.sw, p.dw, t.k0)) : 0;
+    ntw_s[r] = static_cast<int>(phase_tap_count(t, p.KW));
   }
   for (int r = tid; r < p.sh; r += kThreads) {
     const PhaseTaps t = phase_taps(r, p.ph, p.sh, p.dh, p.KH);
@@ -275,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   if constexpr (MMA) {
     // The padded channel rows (the group's channels up to a multiple of 8) read as zero in every staged buffer.
     const int pad = s.cip - cin_g, per_buf = s.nth * pad * s.xpitch;
-    for (int e = tid; e < (ASYNC ? 2 : 1) * per_buf; e += kThreads) {
+    for (int e = tid; e < (async ? 2 : 1) * per_buf; e += kThreads) {
       const int b = e / per_buf, r = e - b * per_buf, row = r / s.xpitch, hi = row / pad;
       x_buf[b * (s.x_bytes / int64_t(sizeof(scalar_t))) + (hi * s.cip + cin_g + row - hi * pad) * s.xpitch +
             (r - row * s.xpitch)] = static_cast<scalar_t>(0);
@@ -286,8 +300,9 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
   auto x_of = [&](const RowPos& q) { return x + (q.n * p.Cin + q.g * p.Cin_g) * HWin; };
   auto stage = [&](const RowPos& q, int tile, scalar_t* buf) {
-    stage_input<scalar_t, ASYNC>(p, s, x_of(q), q.mh + off0h[q.rh], dih, nthh[q.rh], int64_t(tile) * mt + s.off_min,
-                                 buf);
+    const int64_t iw_lo = int64_t(tile) * mt + s.off_min;
+    stage_input<scalar_t>(p, s, x_of(q), q.mh + off0h[q.rh], dih, nthh[q.rh],
+                          s.stage == kStageCp16 ? iw_lo & ~int64_t(VEC - 1) : iw_lo, buf);
   };
 
   const int64_t r_begin = s.rows * blockIdx.x / gridDim.x, r_end = s.rows * (blockIdx.x + 1) / gridDim.x;
@@ -307,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
     } while (ra < r_end && nthh[a.rh] == 0);
   };
   int cur = 0;  // the x buffer holding the segment being computed
-  if constexpr (ASYNC) {
+  if (async) {
     RowPos a = q;
     int64_t ra = r_begin;
     int ta = 0;
@@ -370,8 +385,10 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
       scalar_t* dst0 = y_n + q.oh * p.Wout + ow0;
       const int mis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst0) / sizeof(scalar_t)) & (VEC - 1));
       if (!fill) {
-        const scalar_t* x_s = x_buf + cur * x_elems;
-        if constexpr (ASYNC) {
+        // With 16-byte staging the segment's first column sits `shift` elements into its staged rows.
+        const int shift = s.stage == kStageCp16 ? static_cast<int>((int64_t(tile) * mt + s.off_min) & (VEC - 1)) : 0;
+        const scalar_t* x_s = x_buf + cur * x_elems + shift;
+        if (async) {
           // The other buffer was last read before the previous segment's second barrier.
           RowPos a = q;
           int64_t ra = r;
@@ -397,25 +414,44 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
         if constexpr (MMA) {
           // A lane's A elements: columns g and g + 8 of the task's 16, channels t and t + 4 (TF32) or 2t and
           // 2t + 1 (half types) of the k-step's 8; its accumulators: channels 2t and 2t + 1 of each n-tile.
+          // Taps walk as 32-bit offsets counted by the phase's tap counts, and a warp's tasks by counters
+          // (v23a: the tap loops' 64-bit bounds and the task's divisions were ~60% of kb75's compute).
           const int g8 = lane / 4, t4 = lane % 4;
-          const int a_lane = (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8;
           const int mtiles = (mt + 15) / 16, ksteps = s.cip / 8;
-          const int tasks = n_tapped * mtiles * NG;
-          for (int task = warp; task < tasks; task += kWarps) {
-            const int ng = task % NG, pm = task / NG, pi = pm / mtiles, mtile = pm - pi * mtiles, rw = tapped[pi];
+          const int tap_words = ksteps * NP8 * 32 * BW, kw_words = stepw * tap_words;
+          const int kh_words = steph * static_cast<int>(p.KW) * tap_words, hi_elems = s.cip * s.xpitch;
+          // A warp's n-group is fixed (kWarps is a multiple of NG); its m-tile and phase step by kWarps / NG.
+          const int ng = warp % NG;
+          const uint32_t* w_lane = w_f + ng * NT * 32 * BW + lane * BW;
+          const scalar_t* x_lane = x_s + (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8 - s.off_min;
+          int pi = 0, mtile = warp / NG;
+          // The lane's output channels a segment: their staged-row offsets and biases.
+          int o_off[NT][2];
+          float bias_v[NT][2];
+#pragma unroll
+          for (int n = 0; n < NT; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int cc = min((ng * NT + n) * 8 + 2 * t4 + e, CO_T - 1);  // CO_T 4: pad channels never stored
+              o_off[n][e] = cc * s.pitch + ((mis0 + cc * plane_mis) & (VEC - 1));
+              bias_v[n][e] = static_cast<float>(b_s[cc]);
+            }
+          for (; pi < n_tapped; mtile += kWarps / NG) {
+            while (mtile >= mtiles) mtile -= mtiles, ++pi;
+            if (pi >= n_tapped) break;
+            const int rw = tapped[pi], ntw = ntw_s[rw];
             float acc[NT][4];
 #pragma unroll
             for (int n = 0; n < NT; ++n)
 #pragma unroll
               for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-            const int k0 = k0w[rw];
-            const scalar_t* x_t = x_s + mtile * 16 + off0w[rw] - s.off_min + a_lane;
-            for (int hi = 0; hi < nth; ++hi) {
-              const int kh = k0h_r + hi * steph;
-              int sw_i = 0;
-              for (int kw = k0; kw < p.KW; kw += stepw, ++sw_i) {
-                const uint32_t* wp = w_f + ((kh * static_cast<int>(p.KW) + kw) * ksteps * NP8 + ng * NT) * 32 * BW + lane * BW;
-                const scalar_t* xp = x_t + hi * s.cip * s.xpitch - sw_i * diw;
+            const scalar_t* x_t = x_lane + mtile * 16 + off0w[rw];
+            int wh = (k0h_r * static_cast<int>(p.KW) + k0w[rw]) * tap_words, xh = 0;
+            for (int hi = 0; hi < nth; ++hi, wh += kh_words, xh += hi_elems) {
+              int wo = wh, xo = xh;
+              for (int tw_i = 0; tw_i < ntw; ++tw_i, wo += kw_words, xo -= diw) {
+                const uint32_t* wp = w_lane + wo;
+                const scalar_t* xp = x_t + xo;
 #pragma unroll 2
                 for (int kk = 0; kk < ksteps; ++kk, xp += 8 * s.xpitch, wp += NP8 * 32 * BW) {
                   uint32_t a[4];
@@ -451,10 +487,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
               for (int n = 0; n < NT; ++n)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                  const int cc = (ng * NT + n) * 8 + 2 * t4 + e;
-                  if (CO_T % 8 != 0 && cc >= CO_T) continue;
-                  const int mis = (mis0 + cc * plane_mis) & (VEC - 1);
-                  o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[n][2 * h + e] + b_s[cc]);
+                  if (CO_T % 8 != 0 && (ng * NT + n) * 8 + 2 * t4 + e >= CO_T) continue;
+                  o_s[o_off[n][e] + j] = static_cast<scalar_t>(acc[n][2 * h + e] + bias_v[n][e]);
                 }
             }
           }
@@ -509,36 +543,41 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           }
         }
         __syncthreads();
-        if constexpr (ASYNC) cur ^= 1;
+        if (async) cur ^= 1;
       }
-      // A warp a channel, its lanes along the row. Position q of a channel's segment is column q - mis:
-      // whole 16-byte vectors k in [k_lo, k_hi) first, then the partial vectors at either end, an
-      // element a lane (branching per vector cost ~60 instructions a stored vector, ncu v11).
-      for (int c = warp; c < co_n; c += kWarps) {
+      // Two channels a warp, a half-warp each, its lanes along the row (v23b: a warp a channel spent ~85
+      // instructions a channel and segment, half of them its setup and the row's ends, on 3 iterations of
+      // stores). Position q of a channel's segment is column q - mis: whole 16-byte vectors k in [k_lo, k_hi)
+      // first, then the partial vectors at either end, an element a lane (branching per vector cost ~60
+      // instructions a stored vector, ncu v11).
+      const int hl = lane % 16;
+      for (int c = 2 * warp + lane / 16; c < co_n; c += 2 * kWarps) {
         const int mis = (mis0 + c * plane_mis) & (VEC - 1), end = mis + len;
         const int k_lo = mis > 0 ? 1 : 0, k_hi = end / VEC;
         scalar_t* row = dst0 + c * plane - mis;
         const scalar_t* src = o_s + c * s.pitch;
         const scalar_t fill_v = static_cast<scalar_t>(b_s[c]);
+        uint4* dv = reinterpret_cast<uint4*>(row) + k_lo + hl;
+        const uint4* const dv_end = reinterpret_cast<uint4*>(row) + k_hi;
         if (fill) {
           const uint4 v = splat16(fill_v);
-          for (int k = k_lo + lane; k < k_hi; k += 32) store16<STREAM>(row + k * VEC, v);
+          for (; dv < dv_end; dv += 16) store16<STREAM>(dv, v);
         } else {
-          for (int k = k_lo + lane; k < k_hi; k += 32)
-            store16<STREAM>(row + k * VEC, *reinterpret_cast<const uint4*>(src + k * VEC));
+          for (const uint4* sv = reinterpret_cast<const uint4*>(src) + k_lo + hl; dv < dv_end; dv += 16, sv += 16)
+            store16<STREAM>(dv, *sv);
         }
-        // lanes 0..VEC-1: the head [mis, VEC) when mis > 0; lanes 16..16+VEC-1: the tail from the
+        // lanes 0..VEC-1 of the half: the head [mis, VEC) when mis > 0; lanes 8..8+VEC-1: the tail from the
         // last whole vector (or from the head's end) to end
         const int tail = (k_hi > k_lo ? k_hi : k_lo) * VEC;
-        const int qq = lane < 16 ? lane : tail + lane - 16;
-        const bool ok = lane < 16 ? lane < VEC && mis > 0 && qq >= mis && qq < end : lane - 16 < VEC && qq < end;
+        const int qq = hl < 8 ? hl : tail + hl - 8;
+        const bool ok = hl < 8 ? hl < VEC && mis > 0 && qq >= mis && qq < end : hl - 8 < VEC && qq < end;
         if (ok) row[qq] = fill ? fill_v : src[qq];
       }
       // No barrier here: the next segment writes o_s only after its own staging barrier, and stages its
       // input into the buffer last read before the barrier above.
     }
   }
-  if constexpr (ASYNC) cp_async_wait<0>();  // an empty last group: nothing in flight at exit
+  if (async) cp_async_wait<0>();  // an empty last group: nothing in flight at exit
 }
 
 // The group's channels rounded up to a tile, at most 32: a wider tile restages the input fewer times
@@ -548,7 +587,7 @@ int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 
 
 int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
 
-StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma) {
+StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma, bool wide) {
   const int64_t esize = at::elementSize(dtype), vec = 16 / esize;
   StripShape s;
   const int64_t cols = kColBytes / esize;
@@ -567,6 +606,9 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   const int64_t lo = floor_div(p.pw - (p.KW - 1) * p.dw, p.sw), hi = floor_div(p.sw - 1 + p.pw, p.sw);
   s.off_min = static_cast<int>(lo);
   s.ncols = static_cast<int>(s.tw / p.sw - 1 + hi - lo + 1);
+  s.stage = wide ? kStageCp16 : esize == 4 ? kStageCp4 : kStageLoads;
+  // 16-byte staging starts a segment's rows at the 16-byte boundary at or below its first column.
+  if (wide) s.ncols = static_cast<int>((s.ncols + vec - 1 + vec - 1) / vec * vec);
   // A fragment's 4 k-rows x 8 columns land in 32 banks when the row pitch is 8 past a multiple of 32 words
   // (TF32: rows t, t + 4; half types: rows 2t, 2t + 1, pairs of columns a word).
   s.xpitch = mma ? s.ncols + ((8 - s.ncols) % 32 + 32) % 32 : s.ncols;
@@ -584,9 +626,14 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   return s;
 }
 
-// Two input buffers where staging is by cp.async (4-byte elements).
-int64_t smem_bytes(const StripShape& s, at::ScalarType dtype) {
-  return s.w_bytes + s.o_bytes + (at::elementSize(dtype) == 4 ? 2 : 1) * s.x_bytes;
+// Two input buffers where staging is by cp.async.
+int64_t smem_bytes(const StripShape& s) { return s.w_bytes + s.o_bytes + (s.stage != kStageLoads ? 2 : 1) * s.x_bytes; }
+
+// The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
+int64_t smem_limit() {
+  int optin = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
+  return int64_t(optin) - 3072;
 }
 
 // Blocks of the kernel resident on one SM, asked of the runtime once per (kernel, shared memory, device).
@@ -612,7 +659,7 @@ void launch(const ConvTParams& p, const StripShape& s, const at::Tensor& x, cons
   const bool stream_out = out.numel() * out.element_size() > kStreamBytes;
   auto kernel = stream_out ? convt_strip_kernel<scalar_t, acc_t, CO_T, true, MMA>
                            : convt_strip_kernel<scalar_t, acc_t, CO_T, false, MMA>;
-  const int64_t smem = smem_bytes(s, x.scalar_type());
+  const int64_t smem = smem_bytes(s);
   allow_dynamic_smem(kernel, static_cast<int>(smem));
   const int64_t grid =
       std::min<int64_t>(s.rows, int64_t(sms) * resident_blocks(reinterpret_cast<const void*>(kernel), smem, x.get_device()));
@@ -642,20 +689,16 @@ int sm_count(int device) {
 bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
   if (mma && dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16) return false;
-  // Columns, offsets, channels and phase-table entries are 32-bit.
+  // Columns, offsets, channels, phase-table entries and a group's staged input rows are 32-bit.
   constexpr int64_t kInt = int64_t(1) << 30;
   if (p.sw > kMaxPhasesW || p.sh > kMaxPhasesW || p.Wout >= kInt || p.Win >= kInt || p.pw + p.sw + p.KW * p.dw >= kInt ||
       p.ph + p.sh + p.KH * p.dh >= kInt ||
-      p.Cin_g * p.KH * p.KW >= kInt)
+      p.Cin_g * p.KH * p.KW >= kInt || p.Cin_g * p.Hin * p.Win >= 2 * kInt)
     return false;
-  const StripShape s = shape_for(p, dtype, co_tile, mma);
+  const StripShape s = shape_for(p, dtype, co_tile, mma, false);
   if (s.w_bytes > kMaxWeightBytes) return false;
-  // The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
-  int optin = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-  const int64_t limit = int64_t(optin) - 3072;
   // rows * gridDim.x in the kernel's even split stays inside int64 below 2^40 rows.
-  return s.rows < (int64_t(1) << 40) && smem_bytes(s, dtype) <= limit;
+  return s.rows < (int64_t(1) << 40) && smem_bytes(s) <= smem_limit();
 }
 
 bool strip_mma(const ConvTParams& p, at::ScalarType dtype, bool tf32, int co_tile) {
@@ -675,7 +718,12 @@ void launch_strip(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
                   int co_tile, bool mma, cudaStream_t stream) {
   if (co_tile == 0) co_tile = auto_co_tile(p);
   TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile, mma), "convt: the strip kernel does not take this problem");
-  const StripShape s = shape_for(p, x.scalar_type(), co_tile, mma);
+  StripShape s = shape_for(p, x.scalar_type(), co_tile, mma, false);
+  // 16-byte staging where every image row starts on a 16-byte boundary and that shape fits too.
+  if (p.Win % (16 / x.element_size()) == 0 && reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0) {
+    const StripShape wide = shape_for(p, x.scalar_type(), co_tile, mma, true);
+    if (smem_bytes(wide) <= smem_limit()) s = wide;
+  }
   const int sms = sm_count(x.get_device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_strip", [&] {
     switch (co_tile) {
