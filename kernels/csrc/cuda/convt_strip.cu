@@ -420,12 +420,15 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           const int mtiles = (mt + 15) / 16, ksteps = s.cip / 8;
           const int tap_words = ksteps * NP8 * 32 * BW, kw_words = stepw * tap_words;
           const int kh_words = steph * static_cast<int>(p.KW) * tap_words, hi_elems = s.cip * s.xpitch;
+          // From a tap's last k-step to the next tap's first.
+          const int kw_step = kw_words - (ksteps - 1) * NP8 * 32 * BW, x_tap_step = -diw - (ksteps - 1) * 8 * s.xpitch;
           // A warp's n-group is fixed (kWarps is a multiple of NG); its m-tile and phase step by kWarps / NG.
           const int ng = warp % NG;
           const uint32_t* w_lane = w_f + ng * NT * 32 * BW + lane * BW;
           const scalar_t* x_lane = x_s + (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8 - s.off_min;
           int pi = 0, mtile = warp / NG;
-          // The lane's output channels a segment: their staged-row offsets and biases.
+          // The lane's output channels a segment: their staged-row offsets and biases (the biases read from
+          // shared memory a task instead: kb81 fp16 242 -> 269 us).
           int o_off[NT][2];
           float bias_v[NT][2];
 #pragma unroll
@@ -446,35 +449,43 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
 #pragma unroll
               for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
             const scalar_t* x_t = x_lane + mtile * 16 + off0w[rw];
-            int wh = (k0h_r * static_cast<int>(p.KW) + k0w[rw]) * tap_words, xh = 0;
-            for (int hi = 0; hi < nth; ++hi, wh += kh_words, xh += hi_elems) {
-              int wo = wh, xo = xh;
-              for (int tw_i = 0; tw_i < ntw; ++tw_i, wo += kw_words, xo -= diw) {
-                const uint32_t* wp = w_lane + wo;
-                const scalar_t* xp = x_t + xo;
-#pragma unroll 2
-                for (int kk = 0; kk < ksteps; ++kk, xp += 8 * s.xpitch, wp += NP8 * 32 * BW) {
-                  uint32_t a[4];
-                  if constexpr (BW == 2) {
-                    a[0] = tf32_round(xp[0]);
-                    a[1] = tf32_round(xp[8]);
-                    a[2] = tf32_round(xp[4 * s.xpitch]);
-                    a[3] = tf32_round(xp[4 * s.xpitch + 8]);
-                  } else {
-                    a[0] = uint32_t(xp[0].x) | uint32_t(xp[s.xpitch].x) << 16;
-                    a[1] = uint32_t(xp[8].x) | uint32_t(xp[s.xpitch + 8].x) << 16;
-                  }
+            // One k-step: A from the staged rows at xp (TF32-rounded here), B fragments at wp.
+            auto kstep = [&](const scalar_t* xp, const uint32_t* wp) {
+              uint32_t a[4];
+              if constexpr (BW == 2) {
+                a[0] = tf32_round(xp[0]);
+                a[1] = tf32_round(xp[8]);
+                a[2] = tf32_round(xp[4 * s.xpitch]);
+                a[3] = tf32_round(xp[4 * s.xpitch + 8]);
+              } else {
+                a[0] = uint32_t(xp[0].x) | uint32_t(xp[s.xpitch].x) << 16;
+                a[1] = uint32_t(xp[8].x) | uint32_t(xp[s.xpitch + 8].x) << 16;
+              }
 #pragma unroll
-                  for (int n = 0; n < NT; ++n) {
-                    uint32_t b[BW];
-                    if constexpr (BW == 2) {
-                      const uint2 v = *reinterpret_cast<const uint2*>(wp + n * 32 * BW);
-                      b[0] = v.x, b[1] = v.y;
-                    } else {
-                      b[0] = wp[n * 32];
-                    }
-                    MmaK8<scalar_t>::run(acc[n], a, b);
-                  }
+              for (int n = 0; n < NT; ++n) {
+                uint32_t b[BW];
+                if constexpr (BW == 2) {
+                  const uint2 v = *reinterpret_cast<const uint2*>(wp + n * 32 * BW);
+                  b[0] = v.x, b[1] = v.y;
+                } else {
+                  b[0] = wp[n * 32];
+                }
+                MmaK8<scalar_t>::run(acc[n], a, b);
+              }
+            };
+            int wh = (k0h_r * static_cast<int>(p.KW) + k0w[rw]) * tap_words, xh = 0;
+            const int nk = ntw * ksteps;
+            for (int hi = 0; hi < nth; ++hi, wh += kh_words, xh += hi_elems) {
+              // The row's width taps and their k-steps as one flat loop (v23b's nested loops cost ~38
+              // instructions a k-step at kb75's one k-step a tap; kb75 TF32 483 -> 460 us).
+              int wo = wh, xo = xh, kk = 0;
+#pragma unroll 2
+              for (int k = 0; k < nk; ++k) {
+                kstep(x_t + xo, w_lane + wo);
+                if (++kk == ksteps) {
+                  kk = 0, wo += kw_step, xo += x_tap_step;
+                } else {
+                  wo += NP8 * 32 * BW, xo += 8 * s.xpitch;
                 }
               }
             }
