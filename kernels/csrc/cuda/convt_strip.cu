@@ -1,4 +1,4 @@
-// The FFMA path for strided problems with a short reduction per output (kb75,
+// The path for strided problems with a short reduction per output (kb75,
 // kb81: 32 multiply-adds an output, 0.8 GB of fp32 output): their time is the
 // output's bytes. The phase kernels write each phase on its own, every sw-th
 // element of a row, so a warp's stores touch sw times the sectors they fill
@@ -11,7 +11,8 @@
 // memory too. Rows of a height phase with no taps are bias or zero, written
 // straight out. Blocks are persistent (below), each walking an even share of
 // the rows; a block stages a channel tile's weights once for all its rows of
-// that tile.
+// that tile. The products run on tensor cores (mma.sync) in TF32 and half types,
+// on FFMA in strict fp32 and double.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
