@@ -654,7 +654,10 @@ def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
     s = (rng.randint(1, 4), rng.randint(1, 6))
     d = (rng.randint(1, 3), rng.randint(1, 3))
     g = rng.choice([1, 2, 3])
-    cin_g, cout_g = rng.choice([1, 3, 7, 8]), rng.choice([1, 5, 16, 33])
+    # 8 input channels a group but in float64, whose 8-byte weights of 8 channels x 35 taps x 32 outputs pass the
+    # kernel's 64 KB (the case would leave the strip kernel)
+    cin_g = rng.choice([1, 3, 7, 8] if precision != "float64" else [1, 3, 7])
+    cout_g = rng.choice([1, 5, 16, 33])
     case = Case(min(base.n, 2), cin_g * g, cout_g * g, k, (rng.randint(1, 20), rng.randint(1, 330)), s,
                 (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
                 tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias, base.unbatched,

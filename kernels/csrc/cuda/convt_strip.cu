@@ -611,7 +611,6 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   s.pitch = static_cast<int>((s.tw + vec - 1 + vec - 1) / vec * vec);
   s.co_tiles = (p.Cout_g + co_tile - 1) / co_tile;
   s.rows = p.N * p.groups * s.co_tiles * p.Hout;
-  s.w_bytes = 0;  // below, once cip is known
   s.o_bytes = align16(int64_t(co_tile) * s.pitch * esize);
   // Offsets (phase + pad - k * dil) / stride over every phase and tap lie in [lo, hi].
   auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
@@ -632,7 +631,7 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   // An m-tile's last column reads up to 15 past its phase's last (dropped).
   const int64_t slack = mma ? 16 : int64_t(cols_for(co_tile)) * mtq + 1;
   // MMA: B words, one an element in TF32 and one a pair in half types, over channel tiles padded to 8.
-  s.w_bytes = mma ? align16(p.KH * p.KW * s.cip * (co_tile + 7) / 8 * 8 * esize)
+  s.w_bytes = mma ? align16(p.KH * p.KW * s.cip * int64_t((co_tile + 7) / 8 * 8) * esize)
                   : align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
   s.x_bytes = align16((int64_t(s.nth) * s.cip * s.xpitch + slack) * esize);
   return s;
