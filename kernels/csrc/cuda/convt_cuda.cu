@@ -531,8 +531,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kDwg: return "dwg";
     case Path::kStrip:
       // "stripf": FFMA where tensor cores were allowed (forced, or their variant did not fit)
-      return strip_on_mma(algo, p, dtype, tf32) || dtype == at::kDouble || (dtype == at::kFloat && !tf32) ? "strip"
-                                                                                                            : "stripf";
+      return strip_on_mma(algo, p, dtype, tf32) || !strip_mma_precision(dtype, tf32) ? "strip" : "stripf";
     default: return "ffma";
   }
 }

@@ -287,18 +287,18 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   // MMA: NP8 n-tiles of 8 channels (CO_T 4 pads to one), NT of them a task.
   constexpr int NP8 = (CO_T + 7) / 8, NT = NP8 >= 2 ? 2 : 1, NG = NP8 / NT;
   constexpr int BW = b_words<scalar_t, MMA>();
+  // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
+  const int plane_mis = static_cast<int>(plane & (VEC - 1));
+  const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
   if constexpr (MMA) {
     // The padded channel rows (the group's channels up to a multiple of 8) read as zero in every staged buffer.
     const int pad = s.cip - cin_g, per_buf = s.nth * pad * s.xpitch;
     for (int e = tid; e < (async ? 2 : 1) * per_buf; e += kThreads) {
       const int b = e / per_buf, r = e - b * per_buf, row = r / s.xpitch, hi = row / pad;
-      x_buf[b * (s.x_bytes / int64_t(sizeof(scalar_t))) + (hi * s.cip + cin_g + row - hi * pad) * s.xpitch +
-            (r - row * s.xpitch)] = static_cast<scalar_t>(0);
+      x_buf[b * x_elems + (hi * s.cip + cin_g + row - hi * pad) * s.xpitch + (r - row * s.xpitch)] =
+          static_cast<scalar_t>(0);
     }
   }
-  // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
-  const int plane_mis = static_cast<int>(plane & (VEC - 1));
-  const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
   auto x_of = [&](const RowPos& q) { return x + (q.n * p.Cin + q.g * p.Cin_g) * HWin; };
   auto stage = [&](const RowPos& q, int tile, scalar_t* buf) {
     const int64_t iw_lo = int64_t(tile) * mt + s.off_min;
@@ -344,7 +344,6 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
       staged = q.g * s.co_tiles + q.ct;
       // Weights: the tile's co_n * KK values of an input channel are contiguous in memory, so read them in
       // that order (coalesced) and scatter to [tap][ci][c]; channels past the group's end stay zero.
-      const int per_ci = co_n * KK;
       const scalar_t* w_g = w + (q.g * p.Cin_g * p.Cout_g + co0) * KK;
       if constexpr (MMA) {
         // B fragments: lane l holds column (channel) l / 4 of its n-tile, rows (channels in) l % 4 and + 4
@@ -364,6 +363,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           }
         }
       } else {
+        const int per_ci = co_n * KK;
         for (int e = tid; e < cin_g * per_ci; e += kThreads) {
           const int ci = e / per_ci, rr = e - ci * per_ci, c = rr / KK, tap = rr - c * KK;
           w_s[(tap * cin_g + ci) * CO_T + c] = static_cast<acc_t>(w_g[ci * p.Cout_g * KK + rr]);
@@ -514,9 +514,9 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
             if (qi >= tasks) continue;
             const int pi = qi / mtq, t = qi - pi * mtq, rw = tapped[pi];
             acc_t acc[COLS][CH];
-  #pragma unroll
+#pragma unroll
             for (int u = 0; u < COLS; ++u)
-  #pragma unroll
+#pragma unroll
               for (int c = 0; c < CH; ++c) acc[u][c] = acc_t(0);
             const int k0 = k0w[rw];
             const scalar_t* x_t = x_s + t + off0w[rw] - s.off_min;
@@ -527,26 +527,26 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
                 const acc_t* w_t = w_s + (kh * static_cast<int>(p.KW) + kw) * cin_g * CO_T + part * CH;
                 const scalar_t* xp = x_t + hi * s.cip * s.xpitch - sw_i * diw;
                 // Two input channels a pass: the second's loads issue under the first's multiply-adds.
-  #pragma unroll 2
+#pragma unroll 2
                 for (int ci = 0; ci < cin_g; ++ci, xp += s.xpitch, w_t += CO_T) {
                   // a column past the phase's last reads past its staged row (never stored): x_s has slack
                   acc_t xv[COLS];
-  #pragma unroll
+#pragma unroll
                   for (int u = 0; u < COLS; ++u) xv[u] = static_cast<acc_t>(xp[u * mtq]);
                   acc_t wv[CH];
                   load_weights<acc_t, CH>(w_t, wv);
-  #pragma unroll
+#pragma unroll
                   for (int u = 0; u < COLS; ++u)
-  #pragma unroll
+#pragma unroll
                     for (int c = 0; c < CH; ++c) acc[u][c] += wv[c] * xv[u];
                 }
               }
             }
-  #pragma unroll
+#pragma unroll
             for (int u = 0; u < COLS; ++u) {
               const int j = rw + (t + u * mtq) * phases_w;
               if (t + u * mtq >= mt || j >= len) continue;
-  #pragma unroll
+#pragma unroll
               for (int c = 0; c < CH; ++c) {
                 const int cc = part * CH + c, mis = (mis0 + cc * plane_mis) & (VEC - 1);
                 o_s[cc * s.pitch + mis + j] = static_cast<scalar_t>(acc[u][c] + b_s[cc]);
@@ -712,9 +712,12 @@ bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile, boo
   return s.rows < (int64_t(1) << 40) && smem_bytes(s) <= smem_limit();
 }
 
+bool strip_mma_precision(at::ScalarType dtype, bool tf32) {
+  return dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32);
+}
+
 bool strip_mma(const ConvTParams& p, at::ScalarType dtype, bool tf32, int co_tile) {
-  return (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32)) &&
-         strip_supports(p, dtype, co_tile, true);
+  return strip_mma_precision(dtype, tf32) && strip_supports(p, dtype, co_tile, true);
 }
 
 bool strip_preferred(const ConvTParams& p, at::ScalarType dtype) {

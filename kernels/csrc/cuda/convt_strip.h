@@ -13,8 +13,9 @@ namespace convt {
 // Width phases (the phase table lives in shared memory), the staged weights' size,
 // 32-bit column arithmetic; mma: the tensor-core variant's shape (channels padded to 8).
 bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma = false);
-// The products on tensor cores: the precision allows them (fp32 as TF32, fp16, bf16) and that
-// variant's shape fits.
+// The precisions whose products the strip kernel runs on tensor cores: fp32 as TF32, fp16, bf16.
+bool strip_mma_precision(at::ScalarType dtype, bool tf32);
+// The products on tensor cores: the precision allows them and that variant's shape fits.
 bool strip_mma(const ConvTParams& p, at::ScalarType dtype, bool tf32, int co_tile);
 // Where the heuristic takes it: a stride, and few multiply-adds an output (input
 // channels a group times the taps a phase can have), so the stores dominate.
