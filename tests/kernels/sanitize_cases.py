@@ -72,15 +72,21 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dwg", True),
     (2, 40, 20, (3, 7), (9, 40), 1, (1, 3), 0, 1, 1, torch.float16, "dwg24", True),
     (1, 32, 128, (3, 3), (21, 72), 1, 1, 0, 1, 2, torch.bfloat16, "dwg23", True),
-    # its warp-specialized form (v18): more tiles than SMs (blocks walk several, the producer runs into the next),
+    # its warp-specialized form (v18): more tiles than SMs (blocks walk several, the producer runs into the next;
+    # half-type widths a multiple of 8, else the dense kernel runs),
     # TF32 with dilation and two channel tiles; fp16 with a chunk tail; bf16 with groups
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dws4", True),
-    (3, 40, 32, (3, 5), (70, 300), 1, (1, 2), 0, 1, 1, torch.float16, "dws", True),
-    (2, 32, 128, (3, 3), (50, 140), 1, 1, 0, 1, 2, torch.bfloat16, "dws23", True),
+    (3, 40, 32, (3, 5), (70, 296), 1, (1, 2), 0, 1, 1, torch.float16, "dws", True),
+    (2, 32, 128, (3, 3), (50, 144), 1, 1, 0, 1, 2, torch.bfloat16, "dws23", True),
     # its ping-pong form: the two consumer warpgroups take a block's 4-5 tiles in turn (an odd count leaves the last
     # one to the first warpgroup); TF32 with dilation and two channel tiles, fp16 with a chunk tail
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp4", True),
-    (3, 40, 32, (3, 5), (70, 300), 1, (1, 2), 0, 1, 1, torch.float16, "dwp4", True),
+    (3, 40, 32, (3, 5), (70, 296), 1, (1, 2), 0, 1, 1, torch.float16, "dwp4", True),
+    # with channels as N (v24): TF32 with dilation and three channel tiles (32 a tile) with a tail; bf16 with a chunk
+    # tail and an odd output width (stores an element at a time); ping-pong in fp16
+    (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwn8", True),
+    (3, 40, 24, (3, 4), (70, 296), 1, (1, 1), 0, 1, 1, torch.bfloat16, "dwn8", True),
+    (3, 20, 30, (3, 3), (50, 136), 1, 1, 0, 1, 1, torch.float16, "dwnp8", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32
@@ -105,6 +111,11 @@ for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:
     w = torch.randn(cin, cout // g, *k, device="cuda", dtype=dt)
     b = torch.randn(cout, device="cuda", dtype=dt)
     y = kernels.conv_transpose2d(x, w, b, s, p, op, g, d)
+    if algo.startswith("dw") and torch.cuda.get_device_capability() == (9, 0):
+        # the wgmma dense kernel's tiles run here, not its fallback (the dense kernel)
+        two = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+        path = torch.ops.convt.cuda_path(x, w, two(s), two(p), two(op), g, two(d))
+        assert path == "dwg", (algo, path, n, cin, cout, k, hw)
     ref = torch.nn.functional.conv_transpose2d(x.double(), w.double(), b.double(), s, p, op, g, d)
     err = float((y.double() - ref).norm() / ref.norm())
     assert err < 1e-2, (n, cin, cout, k, err)

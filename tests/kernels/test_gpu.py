@@ -550,10 +550,12 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
 # The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
 # double to ffma.
 # rows a (consumer) warpgroup, its warpgroups, columns; dws*: warp-specialized and persistent (v18); dwp*: v18
-# ping-pong, a tile one warpgroup's rows
+# ping-pong, a tile one warpgroup's rows; dwn*: v18 with channels as N, 32 a tile (v24)
 DWG_TILES = {"dwg": (2, 2, 128), "dwg1": (1, 2, 128), "dwg2": (2, 2, 128), "dwg2s": (2, 2, 64), "dwg4": (4, 2, 64),
              "dwg23": (2, 3, 128), "dwg14": (1, 4, 128), "dwg24": (2, 4, 64),
-             "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128), "dwp4": (4, 2, 64)}
+             "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128), "dwp4": (4, 2, 64),
+             "dwn8": (8, 2, 64), "dwnp8": (8, 2, 64)}
+DWS_ALGOS = [a for a in DWG_TILES if a.startswith(("dws", "dwp", "dwn"))]
 DWG_ALGOS = list(DWG_TILES)
 
 
@@ -563,12 +565,13 @@ def dwg_smem_bytes(algo, itemsize, k, d):
     rows, groups, cols = DWG_TILES[algo]
     up = lambda a, b: -(-a // b) * b  # noqa: E731
     vec = 16 // itemsize
-    hr = rows * (1 if algo.startswith("dwp") else groups) + (k[0] - 1) * d[0]
+    hr = rows * (1 if algo.startswith(("dwp", "dwnp")) else groups) + (k[0] - 1) * d[0]
     rp = up(vec - 1 + cols + (k[1] - 1) * d[1], vec)
     plane = up(hr * rp, 32)
     raw = 8 * (plane + (8 if itemsize == 2 else 0))
-    if algo.startswith(("dws", "dwp")):  # v18: 64 bytes of mbarriers, no copy table
-        return 4 * (16 + 16 * plane + 2 * k[0] * k[1] * 512 + 2 * raw)
+    tap_words = 256 if algo.startswith("dwn") else 512  # 8 words an output channel of the tile (32 or 64)
+    if algo in DWS_ALGOS:  # v18: 64 bytes of mbarriers, no copy table
+        return 4 * (16 + 16 * plane + 2 * k[0] * k[1] * tap_words + 2 * raw)
     return 4 * (8 + 16 * plane + 2 * k[0] * k[1] * 512 + up(hr * rp // vec, 4) + 2 * raw)
 
 
@@ -622,11 +625,11 @@ def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
-@pytest.mark.parametrize("algo", ["dws", "dws4", "dws23", "dws13", "dwp4"])
+@pytest.mark.parametrize("algo", DWS_ALGOS)
 def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
     """The warp-specialized tiles on problems of more tiles than SMs, so that each block walks several and its
     producer stages the next tile's chunks while the consumers finish one: output channels past one tile with a
-    tail, a chunk tail, dilation, padding, bias, outputs off alignment."""
+    tail (three 32-channel tiles with channels as N), a chunk tail, dilation, padding, bias, outputs off alignment."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
@@ -689,7 +692,7 @@ def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
-                                  "dws4", "dws23", "dws13", "dwp4", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+                                  "dws4", "dws23", "dws13", "dwp4", "dwn8", "dwnp8", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
                                   "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):

@@ -212,7 +212,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // x 128 columns (4: 64; 2s: 64, two blocks an SM), two warpgroups a block; 23: 2 rows, three warpgroups; 14 and
 // 24: four warpgroups of 1 row x 128 columns or 2 x 64); dws, dws4, dws23, dws13 (the same GEMM warp-specialized
 // and persistent, v18: a producer warpgroup and 2 consumer warpgroups of 2 rows x 128 columns or 4 x 64, or 3 of
-// 2 x 64 or 1 x 128);
+// 2 x 64 or 1 x 128); dwp4 (its ping-pong form); dwn8, dwnp8 (v24: the same with channels as N, 32 a tile, and
+// pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in ping-pong);
 // strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
 // cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -281,6 +282,8 @@ constexpr Forced kForced[] = {
     {"dws23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3, 64, true}}},
     {"dws13", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 3, 128, true}}},
     {"dwp4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true}}},
+    {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},
+    {"dwnp8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, true, 32}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip16", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 16}},
@@ -341,7 +344,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dwn8, dwnp8, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -424,13 +427,20 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // an H200 (bench.gpu_time, session 28, ms, against the pick before): TF32 kb65 1.27 against 1.34, kb69 2.22 against
   // wgmma's 2.39; fp16 kb65 0.68 against 0.75, kb69 1.19 against 1.33; it loses at 9 taps (kb57 TF32 3.19 against
   // 2.93) and at 32 output channels (kb78 TF32 1.11 against 1.07, fp16 0.62 against 0.53).
+  // At 32 output channels or fewer, channels as N (v24, 8 rows x 64 columns a consumer warpgroup), as v18 pads them
+  // to wgmma's M of 64: GPU time alone on an H200 (bench.gpu_time, session 31, ms, against the pick before) TF32 kb71
+  // 0.59 against 0.69, kb78 0.90 against 1.08; fp16 kb71 0.36 against 0.39, kb78 0.50 against 0.54. Its ping-pong form
+  // in TF32 under 15 taps (kb71 0.55), where a tile's stores are a larger share of it; not in fp16 (kb71 0.38).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
+  const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     const bool half = dtype != at::kFloat;
-    const DwgTile rows4{4, 2, 64, true}, rows2{2, 2, 128, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
-    const DwgTile first = ping_pong ? pp4 : half && p.Cout_g <= 32 ? rows2 : half && p.Cout_g > 64 ? groups3 : rows4;
-    for (const DwgTile t : {first, rows4, groups3, DwgTile{1, 3, 128, true}}) {
+    const DwgTile rows4{4, 2, 64, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
+    const DwgTile n8{8, 2, 64, true, false, 32}, n8p{8, 2, 64, true, true, 32};
+    const DwgTile first = narrow ? (narrow_pp ? n8p : n8) : ping_pong ? pp4 : half && p.Cout_g > 64 ? groups3 : rows4;
+    const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : rows4;
+    for (const DwgTile t : {first, second, rows4, groups3, DwgTile{1, 3, 128, true}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};
         a.dwg = t;

@@ -42,15 +42,17 @@ namespace {
 #include "store_pair.cuh"
 #include "wg_ptx.cuh"
 
-constexpr int kBM = 64;         // output channels a block: wgmma's M
-constexpr int kTapWords = 512;  // a tap's packed weights: 128 threads x 4 words
+constexpr int kBM = 64;         // output channels a block: wgmma's M (v17, v18)
+constexpr int kTapWords = 512;  // a tap's packed weights: 128 threads x 4 words (v17)
 
 struct DwgGeom : StrideOneDims {
   int hr, rp, rpv;   // halo rows, row pitch in pixels (whole 16-byte copies), copies a row
   int plane;         // hr * rp rounded up to 32: pixels a pixel-major channel group (its pitch)
   int cpr;           // a raw channel's pitch in elements: plane, + 8 for half types (rows of ldmatrix in 8 banks)
   int raw_words;     // a raw stage: channels x cpr elements
-  int w_words;       // a chunk's packed weights: taps x kTapWords
+  int bm;            // output channels a channel tile: kBM, or with channels as N the tile's nc
+  int tap_words;     // a tap's packed weights: 8 words a channel of the tile (kTapWords at kBM)
+  int w_words;       // a chunk's packed weights: taps x tap_words
   int stages;        // raw stages, 2 to 4
   int nb;            // pixel-major buffers and weight buffers: 2 (v17), 2 to 3 (v18)
   int t_word, w_word, raw_word, table_word;  // shared-memory offsets; the mbarriers sit at 0
@@ -66,11 +68,11 @@ struct Chunk {
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy (a channel group)
 };
 
-// Packed weights: [group][channel tile][chunk][tap][512 words]. v17 (register A): a tap is [thread of a
+// Packed weights: [group][channel tile][chunk][tap][tap_words]. v17 (register A): a tap is [thread of a
 // warpgroup][4 words], each thread's wgmma A fragment (mma.sync's m16n8k16 / m16n8k8 A, warp q holding rows 16q..):
 // word e is output channel 16 q + lane / 4 + 8 (e & 1), k-word lane % 4 + 4 (e >> 1). v18 (A by descriptor,
-// `kmajor`): a tap is [k half (2)][output channel (64)][4 words], wgmma's K-major core matrices without swizzle
-// (8 channels x 16 bytes, 128 bytes apart along M, 1024 along K). A k-word is one TF32 (rounded) or a pair of half
+// `kmajor`): a tap is [k half (2)][output channel (bm)][4 words], wgmma's K-major core matrices without swizzle
+// (8 channels x 16 bytes, 128 bytes apart along M or N, 16 bm along K). A k-word is one TF32 (rounded) or a pair of half
 // values, the lower k in the low half.
 template <typename T>
 __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words,
@@ -78,8 +80,8 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
   constexpr int KC = Chunk<T>::kCh;
   const int kk = d.kh * d.kw;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
-    const int wi = static_cast<int>(i % kTapWords), e = wi & 3;
-    int64_t r = i / kTapWords;
+    const int wi = static_cast<int>(i % d.tap_words), e = wi & 3;
+    int64_t r = i / d.tap_words;
     const int tap = static_cast<int>(r % kk);
     r /= kk;
     const int kc = static_cast<int>(r % d.chunks);
@@ -88,8 +90,8 @@ __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32
     const int64_t g = r / d.co_tiles;
     int co, kword;
     if (kmajor) {
-      co = cot * kBM + ((wi >> 2) & 63);
-      kword = 4 * (wi >> 8) + e;
+      co = cot * d.bm + (wi >> 2) % d.bm;
+      kword = 4 * (wi / (4 * d.bm)) + e;
     } else {
       const int th = wi >> 2, lane = th & 31;
       co = cot * kBM + 16 * (th >> 5) + (lane >> 2) + 8 * (e & 1);
@@ -184,6 +186,74 @@ __device__ __forceinline__ void cp_wait_upto(int pending) {
     cp_wait_upto<N - 1>(pending);
   } else {
     cp_async_wait<0>();
+  }
+}
+
+// Channels as N (NC a tile): register NC/2 u + 4c + 2h + e of row j is (pixel 64u + 16wq + gq + 8h, channel
+// 8c + 2tq + e), so a lane holds one pixel of two channels. A shuffle with the lane of the next pixel (gq ^ 1, four lanes away)
+// makes each a pair of adjacent pixels of one channel, the even lane's channel 2tq and the odd one's 2tq + 1: a warp
+// still stores 32-byte runs as paired stores, as v18 does.
+template <typename T, int MS, int NP, int NC>
+__device__ __forceinline__ void store_rows_sw(const DwgGeom& d, int img, int g, int cot, int oh0, int ow0,
+                                              const float (&acc)[MS][NP / 64 * NC / 2], const T* __restrict__ bias,
+                                              T* __restrict__ y, bool pair, int wq, int gq, int tq) {
+  constexpr int MT = NP / 64, NB = NC / 8, R = NC / 2;  // m-tiles a row, n-blocks of 8 channels, registers an m-tile
+  const int odd = gq & 1;
+  const int px0 = ow0 + 16 * wq + gq - odd;  // the lane's first pair; + 64u + 8h for the others
+  float bv[NB];
+#pragma unroll
+  for (int c = 0; c < NB; ++c) {
+    const int co = cot * NC + 8 * c + 2 * tq + odd;
+    bv[c] = bias != nullptr && co < d.cout_g ? static_cast<float>(bias[int64_t(g) * d.cout_g + co]) : 0.f;
+  }
+  const bool whole = pair && ow0 + NP <= d.wout;
+#pragma unroll
+  for (int j = 0; j < MS; ++j) {
+    const int oh = oh0 + j;
+    if (oh >= d.hout) continue;  // the same for the whole warpgroup
+#pragma unroll
+    for (int c = 0; c < NB; ++c) {
+      // A channel's pairs are shuffled and converted before any of them is stored (stores that each reuse one
+      // register wait for the store before to read it), an n-block at a time (all of them at once spilled at NC 128).
+      float lo[MT][2], hi[MT][2];
+#pragma unroll
+      for (int u = 0; u < MT; ++u)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float v0 = acc[j][R * u + 4 * c + 2 * h], v1 = acc[j][R * u + 4 * c + 2 * h + 1];
+          const float r = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
+          lo[u][h] = (odd ? r : v0) + bv[c];
+          hi[u][h] = (odd ? v1 : r) + bv[c];
+        }
+      const int co = cot * NC + 8 * c + 2 * tq + odd;
+      if (co >= d.cout_g) continue;
+      T* yr = y + ((int64_t(img) * d.cout + int64_t(g) * d.cout_g + co) * d.hout + oh) * d.wout + px0;
+      if (whole) {
+        uint32_t pk[MT][2][sizeof(T) == 2 ? 1 : 2];
+#pragma unroll
+        for (int u = 0; u < MT; ++u)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) pack_pair<T>(pk[u][h], lo[u][h], hi[u][h]);
+#pragma unroll
+        for (int u = 0; u < MT; ++u)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) store_pair<T>(yr + 64 * u + 8 * h, pk[u][h]);
+      } else {
+#pragma unroll
+        for (int u = 0; u < MT; ++u)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int px = px0 + 64 * u + 8 * h;
+            T* yp = yr + 64 * u + 8 * h;
+            if (pair && px + 1 < d.wout) {
+              store2(yp, lo[u][h], hi[u][h]);
+            } else {
+              if (px < d.wout) yp[0] = static_cast<T>(lo[u][h]);
+              if (px + 1 < d.wout) yp[1] = static_cast<T>(hi[u][h]);
+            }
+          }
+      }
+    }
   }
 }
 #endif
@@ -409,13 +479,21 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // counts 4 arrivals. The mainloops run in tile order: a warpgroup starts one (named barrier 2 + wgi) once the other
 // has waited on every chunk of the tile before, so when it waits on full[b] for position p, position p - nb has
 // been produced, and the barrier's parity names p alone.
-template <typename T, int MS, int G, int NP, bool PP>
+//
+// NC > 0 (v24): channels as N, NC a tile (32); the operands swap. A is the pixel-major halo (M = 64 pixels of a row,
+// the same descriptor v18 gives B), B the tap's weights (N = NC channels, K-major as v18's A). At 32 or fewer channels
+// a group v18 pads them to wgmma's M of 64, half of every product and of its weight reads zeros.
+template <typename T, int MS, int G, int NP, bool PP, int NC>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!PP || G == 2, "ping-pong alternates two consumer warpgroups (tiles k % 2, named barriers 2 and 3)");
+  constexpr bool SW = NC > 0;
+  static_assert(!SW || NP % 64 == 0, "channels as N: 64-pixel m-tiles");
   constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
+  // Accumulators a row: NP pixels x 64 channels over 128 threads, or with SW NP pixels x NC channels.
+  constexpr int MT = NP / 64, ACC = SW ? MT * NC / 2 : NP / 2;
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
@@ -597,7 +675,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   const uint32_t group_bytes = 16u * d.plane;
   const uint32_t tap00 = static_cast<uint32_t>((d.kh - 1) * d.dh * d.rp + (d.kw - 1) * d.dw);
   const uint32_t row_back = static_cast<uint32_t>(d.dh * d.rp - (d.kw - 1) * d.dw);  // tap (kh, KW-1) to (kh+1, 0)
-  float acc[MS][NP / 2];
+  float acc[MS][ACC];
   int b = 0, wrap = 0;
   for (int k = 0; k < own; ++k) {
     if (PP && k % 2 != wgi) {  // the other warpgroup's tile: its chunks' positions in the ring
@@ -615,17 +693,26 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
     for (int kc = 0; kc < d.chunks; ++kc) {
       mbar_wait(&full[b], wrap & 1);
-      const uint32_t alo = desc_lo(w_s + 4u * b * d.w_words, 1024);
+      // Weights: k halves 16 bm bytes apart. Halo: channel groups group_bytes apart, a pixel 16 bytes.
+      const uint32_t alo = desc_lo(w_s + 4u * b * d.w_words, 16 * d.bm);
       const uint32_t blo = desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
       uint32_t toff = tap00;
       int kwi = 0;
       wgmma_fence();
       for (int t = 0; t < kk; ++t) {
         const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
+        const uint64_t wdesc = desc_of(alo + uint32_t(t * (4 * d.tap_words / 16)));
 #pragma unroll
         for (int j = 0; j < MS; ++j) {
-          wg::Wgmma<Op, NP>::run(acc[j], desc_of(alo + uint32_t(t * (4 * kTapWords / 16))),
-                                 desc_of(blo + toff + j * d.rp), scale);
+          if constexpr (SW) {
+#pragma unroll
+            for (int u = 0; u < MT; ++u) {
+              wg::Wgmma<Op, (SW ? NC : 64)>::run(*reinterpret_cast<float(*)[SW ? NC / 2 : 32]>(&acc[j][NC / 2 * u]),
+                                                 desc_of(blo + toff + j * d.rp + 64 * u), wdesc, scale);
+            }
+          } else {
+            wg::Wgmma<Op, NP>::run(acc[j], wdesc, desc_of(blo + toff + j * d.rp), scale);
+          }
         }
         if (++kwi == d.kw) {
           kwi = 0;
@@ -648,36 +735,41 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
     if (lane == 0) mbar_arrive(&empty[prev]);
-    // Register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e), as in v17. A row's pairs are
-    // all converted before any is stored: stores that each reuse one register wait for the store before to read it
-    // (ncu of the first v18: a third of the warps' samples on that chain).
+    if constexpr (SW) {
+      store_rows_sw<T, MS, NP, NC>(d, a.img, a.g, a.cot, a.oh0 + (PP ? 0 : wgi * MS), a.ow0, acc, bias, y, pair, wq,
+                                   gq, tq);
+    } else {
+      // Register 4c + 2h + e of row j is (channel 16 wq + gq + 8h, pixel 8c + 2tq + e), as in v17. A row's pairs are
+      // all converted before any is stored: stores that each reuse one register wait for the store before to read it
+      // (ncu of the first v18: a third of the warps' samples on that chain).
 #pragma unroll
-    for (int j = 0; j < MS; ++j) {
-      const int oh = a.oh0 + (PP ? 0 : wgi * MS) + j;
-      if (oh >= d.hout) continue;
+      for (int j = 0; j < MS; ++j) {
+        const int oh = a.oh0 + (PP ? 0 : wgi * MS) + j;
+        if (oh >= d.hout) continue;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int co = a.cot * kBM + 16 * wq + gq + 8 * h;
-        if (co >= d.cout_g) continue;
-        const int64_t oc = int64_t(a.g) * d.cout_g + co;
-        const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-        T* yr = y + ((int64_t(a.img) * d.cout + oc) * d.hout + oh) * d.wout + a.ow0 + 2 * tq;
-        if (pair && a.ow0 + NP <= d.wout) {
-          uint32_t pk[NP / 8][sizeof(T) == 2 ? 1 : 2];
+        for (int h = 0; h < 2; ++h) {
+          const int co = a.cot * d.bm + 16 * wq + gq + 8 * h;
+          if (co >= d.cout_g) continue;
+          const int64_t oc = int64_t(a.g) * d.cout_g + co;
+          const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
+          T* yr = y + ((int64_t(a.img) * d.cout + oc) * d.hout + oh) * d.wout + a.ow0 + 2 * tq;
+          if (pair && a.ow0 + NP <= d.wout) {
+            uint32_t pk[NP / 8][sizeof(T) == 2 ? 1 : 2];
 #pragma unroll
-          for (int c = 0; c < NP / 8; ++c) pack_pair<T>(pk[c], acc[j][4 * c + 2 * h] + bv, acc[j][4 * c + 2 * h + 1] + bv);
+            for (int c = 0; c < NP / 8; ++c) pack_pair<T>(pk[c], acc[j][4 * c + 2 * h] + bv, acc[j][4 * c + 2 * h + 1] + bv);
 #pragma unroll
-          for (int c = 0; c < NP / 8; ++c) store_pair<T>(yr + 8 * c, pk[c]);
-        } else {
+            for (int c = 0; c < NP / 8; ++c) store_pair<T>(yr + 8 * c, pk[c]);
+          } else {
 #pragma unroll
-          for (int c = 0; c < NP / 8; ++c) {
-            const int ow = a.ow0 + 8 * c + 2 * tq;
-            const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
-            if (pair && ow + 1 < d.wout) {
-              store2(yr + 8 * c, p0, p1);
-            } else {
-              if (ow < d.wout) yr[8 * c] = static_cast<T>(p0);
-              if (ow + 1 < d.wout) yr[8 * c + 1] = static_cast<T>(p1);
+            for (int c = 0; c < NP / 8; ++c) {
+              const int ow = a.ow0 + 8 * c + 2 * tq;
+              const float p0 = acc[j][4 * c + 2 * h] + bv, p1 = acc[j][4 * c + 2 * h + 1] + bv;
+              if (pair && ow + 1 < d.wout) {
+                store2(yr + 8 * c, p0, p1);
+              } else {
+                if (ow < d.wout) yr[8 * c] = static_cast<T>(p0);
+                if (ow + 1 < d.wout) yr[8 * c + 1] = static_cast<T>(p1);
+              }
             }
           }
         }
@@ -711,7 +803,9 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.plane = round_up(d.hr * d.rp, 32);
   d.cpr = d.plane + (elem == 2 ? 8 : 0);
   d.raw_words = 8 * d.cpr;  // 32 bytes of channels a pixel: 16 half or 8 fp32
-  d.w_words = d.kh * d.kw * kTapWords;
+  d.bm = t.nc > 0 ? t.nc : kBM;
+  d.tap_words = 8 * d.bm;
+  d.w_words = d.kh * d.kw * d.tap_words;
   const int table = round_up(d.hr * d.rpv, 4);
   const int b = blocks_per_sm(t);  // each block an SM also holds 1 KB the hardware reserves
   const int budget = (b == 1 ? smem_limit : (smem_limit + 1024) / b - 1024) / 4;  // words
@@ -743,7 +837,7 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   d.smem_bytes = size(d.nb, d.stages) * 4;
   d.units = elem == 2 ? 2 * d.plane / 32 : 2 * d.plane;  // half types: a unit a warp; fp32: a unit a thread
   d.chunks = (d.cin_g + (elem == 2 ? 16 : 8) - 1) / (elem == 2 ? 16 : 8);
-  d.co_tiles = (d.cout_g + kBM - 1) / kBM;
+  d.co_tiles = (d.cout_g + d.bm - 1) / d.bm;
   d.th_tiles = (d.hout + rows - 1) / rows;
   d.tw_tiles = (d.wout + t.cols - 1) / t.cols;
   return d;
@@ -779,11 +873,11 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }
 
 // v18: one block an SM, each walking tiles gridDim.x apart.
-template <typename T, int MS, int G, int NP, bool PP>
+template <typename T, int MS, int G, int NP, bool PP, int NC = 0>
 void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                cudaStream_t stream) {
   const int dev = x.get_device();
-  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true, PP}, max_smem_optin(dev));
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true, PP, NC}, max_smem_optin(dev));
   const int64_t tiles = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (tiles == 0) return;
   const at::Tensor packed = pack_weights<T>(p, d, x, w, true, stream);
@@ -791,7 +885,7 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  auto kernel = convt_dws_kernel<T, MS, G, NP, PP>;
+  auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC>;
   allow_dynamic_smem(kernel, d.smem_bytes);
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
@@ -802,6 +896,14 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
 template <typename T>
 void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  DwgTile t, cudaStream_t stream) {
+  if (t.nc == 32) {
+    if (t.pp) {
+      launch_ws<T, 8, 2, 64, true, 32>(p, x, w, b, out, stream);
+    } else {
+      launch_ws<T, 8, 2, 64, false, 32>(p, x, w, b, out, stream);
+    }
+    return;
+  }
   if (t.ws) {
     if (t.pp) {
       launch_ws<T, 4, 2, 64, true>(p, x, w, b, out, stream);
@@ -834,6 +936,8 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 }
 
 bool tile_known(DwgTile t) {
+  if (t.nc == 32) return t.ws && t.rows == 8 && t.groups == 2 && t.cols == 64;
+  if (t.nc != 0) return false;
   if (t.pp) return t.ws && t.rows == 4 && t.groups == 2 && t.cols == 64;
   if (t.ws) {
     return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
@@ -871,8 +975,8 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 2 warpgroups of 1 row x 128 columns, 2 x 64 or "
-              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64, not ", t.groups, " of ", t.rows, " x ",
-              t.cols);
+              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; with channels as N, 2 of 8 x 64 (also in "
+              "ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;

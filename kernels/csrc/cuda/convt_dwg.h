@@ -20,6 +20,9 @@ struct DwgTile {
   int cols = 0;
   bool ws = false;  // v18: a producer warpgroup and G consumer warpgroups, persistent blocks
   bool pp = false;  // v18 ping-pong (ws, two consumer warpgroups): a tile is one warpgroup's rows, taken in turn
+  // v24 (ws): channels as N, nc (32) a tile, and pixels as M; 0: channels as M, 64 a tile. A group of 32 or fewer
+  // output channels pads M's 64 channels with zeros.
+  int nc = 0;
 };
 
 // fp32 as TF32, fp16, bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; the halo, its
