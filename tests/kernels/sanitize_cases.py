@@ -82,6 +82,13 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # one to the first warpgroup); TF32 with dilation and two channel tiles, fp16 with a chunk tail
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp4", True),
     (3, 40, 32, (3, 5), (70, 296), 1, (1, 2), 0, 1, 1, torch.float16, "dwp4", True),
+    # 3 rows x 88 columns a consumer warpgroup: TF32 ping-pong with dilation, two channel tiles and a column tile
+    # cut at the edge (260 + 2 = 3 x 88 - 2); bf16 with a chunk tail and groups
+    (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp3", True),
+    (2, 48, 64, (3, 5), (50, 144), 1, (1, 2), 0, 1, 2, torch.bfloat16, "dws3", True),
+    # ping-pong with the weights from registers (two register sets, a commit group a tap): fp16 with a chunk tail and
+    # an odd tap count, so a chunk ends on either set
+    (3, 40, 70, (3, 3), (70, 296), 1, (1, 1), 0, 1, 1, torch.float16, "dwr4", True),
     # with channels as N (v24): TF32 with dilation and three channel tiles (32 a tile) with a tail; bf16 with a chunk
     # tail and an odd output width (stores an element at a time); ping-pong in fp16
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwn8", True),

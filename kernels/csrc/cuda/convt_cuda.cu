@@ -212,8 +212,10 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // x 128 columns (4: 64; 2s: 64, two blocks an SM), two warpgroups a block; 23: 2 rows, three warpgroups; 14 and
 // 24: four warpgroups of 1 row x 128 columns or 2 x 64); dws, dws4, dws23, dws13 (the same GEMM warp-specialized
 // and persistent, v18: a producer warpgroup and 2 consumer warpgroups of 2 rows x 128 columns or 4 x 64, or 3 of
-// 2 x 64 or 1 x 128); dwp4 (its ping-pong form); dwn8, dwnp8 (v24: the same with channels as N, 32 a tile, and
-// pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in ping-pong);
+// 2 x 64 or 1 x 128); dwp4 (its ping-pong form); dws3, dwp3 (2 consumer warpgroups of 3 rows x 88 columns, and
+// its ping-pong form: 88 pads the output widths 518 and 260 2% where 64 pads them 11% and 23%); dwn8, dwnp8 (v24:
+// the same with channels as N, 32 a tile, and pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in
+// ping-pong); dwr4 (dwp4 with each tap's weights as wgmma's A from registers);
 // strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
 // cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -282,6 +284,9 @@ constexpr Forced kForced[] = {
     {"dws23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {2, 3, 64, true}}},
     {"dws13", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {1, 3, 128, true}}},
     {"dwp4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true}}},
+    {"dws3", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {3, 2, 88, true}}},
+    {"dwp3", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {3, 2, 88, true, true}}},
+    {"dwr4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true, 0, true}}},
     {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},
     {"dwnp8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, true, 32}}},
     {"strip", {Path::kStrip}},
@@ -344,7 +349,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dwn8, dwnp8, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dwr4, dwn8, dwnp8, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -431,15 +436,37 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // to wgmma's M of 64: GPU time alone on an H200 (bench.gpu_time, session 31, ms, against the pick before) TF32 kb71
   // 0.59 against 0.69, kb78 0.90 against 1.08; fp16 kb71 0.36 against 0.39, kb78 0.50 against 0.54. Its ping-pong form
   // in TF32 under 15 taps (kb71 0.55), where a tile's stores are a larger share of it; not in fp16 (kb71 0.38).
+  // Tiles of 3 rows x 88 columns a consumer warpgroup (dws3, dwp3) where 64-column tiles pad the output more: 88
+  // divides the widths 518 and 260 with 2% of padding where 64 pads them 11% and 23%. In TF32 they win beyond the
+  // padding (an m64n88k8 reads 108 bytes of shared memory a cycle against m64n64k8's 128, which the SM's shared memory
+  // cannot also serve to the producer) but need one more halo row a product (5 for 3 against 6 for 4), so the half
+  // types take them only past 10% less padded work. GPU time alone on an H200 (bench.gpu_time, session 32, ms,
+  // against the pick before): TF32 kb69 1.81 against 2.23 (dwp4), kb65 1.05 against 1.28, kb57 2.86 (dws3) against
+  // 2.91 (dws4); fp16 kb69 1.02 against 1.19, kb65 0.68 against 0.69 (kept on dwp4), kb57 1.89 against 1.72 (kept).
+  // Half types under 15 taps at 64 output channels or fewer a group: ping-pong with each tap's weights as wgmma's A
+  // from registers (dwr4), read once for a warpgroup's 4 rows (by descriptor, once a row): kb57 fp16 1.59 against
+  // 1.71 (dws4), bf16 1.62 against 1.71; it loses in TF32 (kb57 3.18 against dws3's 2.87) and past 15 taps (fp16
+  // kb65 0.76 against 0.69, kb69 1.25 against 1.03).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
+  const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
+  auto padded = [&](int rows, int cols) {
+    return double((p.Hout + rows - 1) / rows * rows) * double((p.Wout + cols - 1) / cols * cols);
+  };
+  const bool wide = padded(tile_rows, 64) > padded(tile_rows / 4 * 3, 88) * (dtype == at::kFloat ? 1.0 : 1.1);
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     const bool half = dtype != at::kFloat;
     const DwgTile rows4{4, 2, 64, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
+    const DwgTile rows3{3, 2, 88, true}, pp3{3, 2, 88, true, true}, ra4{4, 2, 64, true, true, 0, true};
     const DwgTile n8{8, 2, 64, true, false, 32}, n8p{8, 2, 64, true, true, 32};
-    const DwgTile first = narrow ? (narrow_pp ? n8p : n8) : ping_pong ? pp4 : half && p.Cout_g > 64 ? groups3 : rows4;
-    const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : rows4;
+    const DwgTile first = narrow      ? (narrow_pp ? n8p : n8)
+                          : ping_pong ? (wide ? pp3 : pp4)
+                          : half && p.Cout_g > 64 ? groups3
+                          : wide                  ? rows3
+                          : half                  ? ra4
+                                                  : rows4;
+    const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : ping_pong && wide ? pp4 : rows4;
     for (const DwgTile t : {first, second, rows4, groups3, DwgTile{1, 3, 128, true}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};

@@ -72,8 +72,8 @@ struct Chunk {
 // warpgroup][4 words], each thread's wgmma A fragment (mma.sync's m16n8k16 / m16n8k8 A, warp q holding rows 16q..):
 // word e is output channel 16 q + lane / 4 + 8 (e & 1), k-word lane % 4 + 4 (e >> 1). v18 (A by descriptor,
 // `kmajor`): a tap is [k half (2)][output channel (bm)][4 words], wgmma's K-major core matrices without swizzle
-// (8 channels x 16 bytes, 128 bytes apart along M or N, 16 bm along K). A k-word is one TF32 (rounded) or a pair of half
-// values, the lower k in the low half.
+// (8 channels x 16 bytes, 128 bytes apart along M or N, 16 bm along K). A k-word is one TF32 (rounded) or a pair of
+// half values, the lower k in the low half.
 template <typename T>
 __global__ void dwg_pack_kernel(const DwgGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words,
                                 bool kmajor) {
@@ -139,7 +139,9 @@ __device__ __forceinline__ void stsm_x4(uint32_t addr, const uint32_t (&v)[4]) {
                : "memory");
 }
 __device__ __forceinline__ void lds128(uint32_t (&a)[4], uint32_t addr) {
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(addr));
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
 }
 __device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t e) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(e) : "memory");
@@ -190,9 +192,9 @@ __device__ __forceinline__ void cp_wait_upto(int pending) {
 }
 
 // Channels as N (NC a tile): register NC/2 u + 4c + 2h + e of row j is (pixel 64u + 16wq + gq + 8h, channel
-// 8c + 2tq + e), so a lane holds one pixel of two channels. A shuffle with the lane of the next pixel (gq ^ 1, four lanes away)
-// makes each a pair of adjacent pixels of one channel, the even lane's channel 2tq and the odd one's 2tq + 1: a warp
-// still stores 32-byte runs as paired stores, as v18 does.
+// 8c + 2tq + e), so a lane holds one pixel of two channels. A shuffle with the lane of the next pixel (gq ^ 1, four
+// lanes away) makes each a pair of adjacent pixels of one channel, the even lane's channel 2tq and the odd one's
+// 2tq + 1: a warp still stores 32-byte runs as paired stores, as v18 does.
 template <typename T, int MS, int NP, int NC>
 __device__ __forceinline__ void store_rows_sw(const DwgGeom& d, int img, int g, int cot, int oh0, int ow0,
                                               const float (&acc)[MS][NP / 64 * NC / 2], const T* __restrict__ bias,
@@ -200,10 +202,11 @@ __device__ __forceinline__ void store_rows_sw(const DwgGeom& d, int img, int g, 
   constexpr int MT = NP / 64, NB = NC / 8, R = NC / 2;  // m-tiles a row, n-blocks of 8 channels, registers an m-tile
   const int odd = gq & 1;
   const int px0 = ow0 + 16 * wq + gq - odd;  // the lane's first pair; + 64u + 8h for the others
+  const int co0 = cot * NC + 2 * tq + odd;   // the lane's channel of n-block 0; + 8c for the others
   float bv[NB];
 #pragma unroll
   for (int c = 0; c < NB; ++c) {
-    const int co = cot * NC + 8 * c + 2 * tq + odd;
+    const int co = co0 + 8 * c;
     bv[c] = bias != nullptr && co < d.cout_g ? static_cast<float>(bias[int64_t(g) * d.cout_g + co]) : 0.f;
   }
   const bool whole = pair && ow0 + NP <= d.wout;
@@ -225,7 +228,7 @@ __device__ __forceinline__ void store_rows_sw(const DwgGeom& d, int img, int g, 
           lo[u][h] = (odd ? r : v0) + bv[c];
           hi[u][h] = (odd ? v1 : r) + bv[c];
         }
-      const int co = cot * NC + 8 * c + 2 * tq + odd;
+      const int co = co0 + 8 * c;
       if (co >= d.cout_g) continue;
       T* yr = y + ((int64_t(img) * d.cout + int64_t(g) * d.cout_g + co) * d.hout + oh) * d.wout + px0;
       if (whole) {
@@ -480,10 +483,13 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // has waited on every chunk of the tile before, so when it waits on full[b] for position p, position p - nb has
 // been produced, and the barrier's parity names p alone.
 //
+// RA (v25, ping-pong, channels as M): each tap's weights as wgmma's A from registers, loaded once for the warpgroup's
+// MS rows where a descriptor reads them from shared memory once a row; two register sets, a commit group a tap.
+//
 // NC > 0 (v24): channels as N, NC a tile (32); the operands swap. A is the pixel-major halo (M = 64 pixels of a row,
 // the same descriptor v18 gives B), B the tap's weights (N = NC channels, K-major as v18's A). At 32 or fewer channels
 // a group v18 pads them to wgmma's M of 64, half of every product and of its weight reads zeros.
-template <typename T, int MS, int G, int NP, bool PP, int NC>
+template <typename T, int MS, int G, int NP, bool PP, int NC, bool RA>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
@@ -491,6 +497,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   static_assert(!PP || G == 2, "ping-pong alternates two consumer warpgroups (tiles k % 2, named barriers 2 and 3)");
   constexpr bool SW = NC > 0;
   static_assert(!SW || NP % 64 == 0, "channels as N: 64-pixel m-tiles");
+  static_assert(!RA || !SW, "weights from registers: channels as M");
   constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   // Accumulators a row: NP pixels x 64 channels over 128 threads, or with SW NP pixels x NC channels.
   constexpr int MT = NP / 64, ACC = SW ? MT * NC / 2 : NP / 2;
@@ -698,6 +705,42 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
       const uint32_t blo = desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
       uint32_t toff = tap00;
       int kwi = 0;
+      if constexpr (RA) {
+        // A tap's weights in registers, two sets: the tap's MS wgmma are a commit group, and the wait after it retires
+        // the tap before, whose set the next tap's load overwrites. After the chunk's first tap that wait has retired
+        // the chunk before, so its buffer is released there.
+        const uint32_t a_s = w_s + 4u * b * d.w_words + 16u * static_cast<uint32_t>(tid & 127);
+        auto tap = [&](uint32_t (&a)[4], int t) {
+          lds128(a, a_s + uint32_t(t) * (4 * kTapWords));
+          wgmma_fence();
+          const int scale = kc != 0 || t != 0 ? 1 : 0;
+#pragma unroll
+          for (int j = 0; j < MS; ++j) wg::WgmmaRs<Op, NP>::run(acc[j], a, desc_of(blo + toff + j * d.rp), scale);
+          wgmma_commit();
+          wgmma_wait<1>();
+          if (t == 0 && prev >= 0) {
+            __syncwarp();  // every lane's loads of the chunk before (its weights) ordered before the release
+            if (lane == 0) mbar_arrive(&empty[prev]);
+          }
+          if (++kwi == d.kw) {
+            kwi = 0;
+            toff -= row_back;
+          } else {
+            toff -= d.dw;
+          }
+        };
+        uint32_t a0[4], a1[4];
+        for (int t = 0; t < kk; t += 2) {
+          tap(a0, t);
+          if (t + 1 < kk) tap(a1, t + 1);
+        }
+        prev = b;
+        if (++b == d.nb) {
+          b = 0;
+          ++wrap;
+        }
+        continue;
+      }
       wgmma_fence();
       for (int t = 0; t < kk; ++t) {
         const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
@@ -707,8 +750,8 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           if constexpr (SW) {
 #pragma unroll
             for (int u = 0; u < MT; ++u) {
-              wg::Wgmma<Op, (SW ? NC : 64)>::run(*reinterpret_cast<float(*)[SW ? NC / 2 : 32]>(&acc[j][NC / 2 * u]),
-                                                 desc_of(blo + toff + j * d.rp + 64 * u), wdesc, scale);
+              wg::Wgmma<Op, NC>::run(*reinterpret_cast<float(*)[NC / 2]>(&acc[j][NC / 2 * u]),
+                                     desc_of(blo + toff + j * d.rp + 64 * u), wdesc, scale);
             }
           } else {
             wg::Wgmma<Op, NP>::run(acc[j], wdesc, desc_of(blo + toff + j * d.rp), scale);
@@ -756,7 +799,9 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           if (pair && a.ow0 + NP <= d.wout) {
             uint32_t pk[NP / 8][sizeof(T) == 2 ? 1 : 2];
 #pragma unroll
-            for (int c = 0; c < NP / 8; ++c) pack_pair<T>(pk[c], acc[j][4 * c + 2 * h] + bv, acc[j][4 * c + 2 * h + 1] + bv);
+            for (int c = 0; c < NP / 8; ++c) {
+              pack_pair<T>(pk[c], acc[j][4 * c + 2 * h] + bv, acc[j][4 * c + 2 * h + 1] + bv);
+            }
 #pragma unroll
             for (int c = 0; c < NP / 8; ++c) store_pair<T>(yr + 8 * c, pk[c]);
           } else {
@@ -873,19 +918,19 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }
 
 // v18: one block an SM, each walking tiles gridDim.x apart.
-template <typename T, int MS, int G, int NP, bool PP, int NC = 0>
+template <typename T, int MS, int G, int NP, bool PP, int NC = 0, bool RA = false>
 void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                cudaStream_t stream) {
   const int dev = x.get_device();
-  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true, PP, NC}, max_smem_optin(dev));
+  const DwgGeom d = geometry(p, static_cast<int>(sizeof(T)), {MS, G, NP, true, PP, NC, RA}, max_smem_optin(dev));
   const int64_t tiles = p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles;
   if (tiles == 0) return;
-  const at::Tensor packed = pack_weights<T>(p, d, x, w, true, stream);
+  const at::Tensor packed = pack_weights<T>(p, d, x, w, !RA, stream);
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC>;
+  auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC, RA>;
   allow_dynamic_smem(kernel, d.smem_bytes);
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
@@ -904,8 +949,18 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     }
     return;
   }
+  if (t.ra) {
+    launch_ws<T, 4, 2, 64, true, 0, true>(p, x, w, b, out, stream);
+    return;
+  }
   if (t.ws) {
-    if (t.pp) {
+    if (t.cols == 88) {
+      if (t.pp) {
+        launch_ws<T, 3, 2, 88, true>(p, x, w, b, out, stream);
+      } else {
+        launch_ws<T, 3, 2, 88, false>(p, x, w, b, out, stream);
+      }
+    } else if (t.pp) {
       launch_ws<T, 4, 2, 64, true>(p, x, w, b, out, stream);
     } else if (t.rows == 4) {
       launch_ws<T, 4, 2, 64, false>(p, x, w, b, out, stream);
@@ -938,6 +993,8 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 bool tile_known(DwgTile t) {
   if (t.nc == 32) return t.ws && t.rows == 8 && t.groups == 2 && t.cols == 64;
   if (t.nc != 0) return false;
+  if (t.ra) return t.ws && t.pp && t.groups == 2 && t.rows == 4 && t.cols == 64;
+  if (t.ws && t.rows == 3 && t.groups == 2 && t.cols == 88) return true;  // also in ping-pong
   if (t.pp) return t.ws && t.rows == 4 && t.groups == 2 && t.cols == 64;
   if (t.ws) {
     return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
@@ -975,8 +1032,8 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 2 warpgroups of 1 row x 128 columns, 2 x 64 or "
-              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; with channels as N, 2 of 8 x 64 (also in "
-              "ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
+              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; warp-specialized, 2 of 3 x 88 (also in "
+              "ping-pong), 2 of 4 x 64 in ping-pong with the weights from registers; with channels as N, 2 of 8 x 64 (also in ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;

@@ -12,8 +12,8 @@
 
 namespace convt {
 
-// Output rows a warpgroup (1, 2 or 4), warpgroups a block (2 or 3) and output columns a row (wgmma's N: 64 or
-// 128); 0s: the kernel's pick.
+// Output rows a warpgroup (1 to 4; v24's channels as N: 8), warpgroups a block (2 to 4) and output columns a row
+// (wgmma's N: 64, 88 or 128); 0s: the kernel's pick.
 struct DwgTile {
   int rows = 0;
   int groups = 0;
@@ -23,6 +23,9 @@ struct DwgTile {
   // v24 (ws): channels as N, nc (32) a tile, and pixels as M; 0: channels as M, 64 a tile. A group of 32 or fewer
   // output channels pads M's 64 channels with zeros.
   int nc = 0;
+  // ws, pp, channels as M: the tap's weights as wgmma's A from registers, shared by a warpgroup's rows (by descriptor
+  // each row's wgmma reads them from shared memory again).
+  bool ra = false;
 };
 
 // fp32 as TF32, fp16, bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; the halo, its
