@@ -777,6 +777,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
+    if constexpr (RA) __syncwarp();  // as in the mainloop: the lanes' weight loads ordered before the release
     if (lane == 0) mbar_arrive(&empty[prev]);
     if constexpr (SW) {
       store_rows_sw<T, MS, NP, NC>(d, a.img, a.g, a.cot, a.oh0 + (PP ? 0 : wgi * MS), a.ow0, acc, bias, y, pair, wq,
