@@ -178,6 +178,12 @@ __device__ __forceinline__ void store_pair(T* y, const uint32_t (&w)[sizeof(T) =
     asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(y), "r"(w[0]), "r"(w[1]) : "memory");
   }
 }
+// A buffer this thread read with ld.shared, released to the producer's next bulk copy into it (async proxy): each
+// thread orders its own loads before its arrival (lane 0 alone after __syncwarp still raced in racecheck).
+__device__ __forceinline__ void release_loads(uint64_t* bar) {
+  fence_proxy_async();
+  mbar_arrive(bar);
+}
 template <int N>
 __device__ __forceinline__ void cp_wait_upto(int pending) {
   if constexpr (N > 0) {
@@ -485,6 +491,8 @@ __global__ void __launch_bounds__(G * 128, MINB)
 //
 // RA (v25, ping-pong, channels as M): each tap's weights as wgmma's A from registers, loaded once for the warpgroup's
 // MS rows where a descriptor reads them from shared memory once a row; two register sets, a commit group a tap.
+// Those are generic-proxy reads of a buffer the next bulk copy overwrites, so every consumer thread fences and
+// arrives (empty[b] counts 128).
 //
 // NC > 0 (v24): channels as N, NC a tile (32); the operands swap. A is the pixel-major halo (M = 64 pixels of a row,
 // the same descriptor v18 gives B), B the tap's weights (N = NC channels, K-major as v18's A). At 32 or fewer channels
@@ -509,7 +517,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   if (tid == 0) {
     for (int b = 0; b < d.nb; ++b) {
       mbar_init(&full[b], 129);
-      mbar_init(&empty[b], PP ? 4 : 4 * G);
+      mbar_init(&empty[b], RA ? 128 : PP ? 4 : 4 * G);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -718,10 +726,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           for (int j = 0; j < MS; ++j) wg::WgmmaRs<Op, NP>::run(acc[j], a, desc_of(blo + toff + j * d.rp), scale);
           wgmma_commit();
           wgmma_wait<1>();
-          if (t == 0 && prev >= 0) {
-            __syncwarp();  // every lane's loads of the chunk before (its weights) ordered before the release
-            if (lane == 0) mbar_arrive(&empty[prev]);
-          }
+          if (t == 0 && prev >= 0) release_loads(&empty[prev]);
           if (++kwi == d.kw) {
             kwi = 0;
             toff -= row_back;
@@ -777,8 +782,11 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
-    if constexpr (RA) __syncwarp();  // as in the mainloop: the lanes' weight loads ordered before the release
-    if (lane == 0) mbar_arrive(&empty[prev]);
+    if constexpr (RA) {
+      release_loads(&empty[prev]);
+    } else if (lane == 0) {
+      mbar_arrive(&empty[prev]);
+    }
     if constexpr (SW) {
       store_rows_sw<T, MS, NP, NC>(d, a.img, a.g, a.cot, a.oh0 + (PP ? 0 : wgi * MS), a.ow0, acc, bias, y, pair, wq,
                                    gq, tq);
