@@ -1042,7 +1042,8 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 2 warpgroups of 1 row x 128 columns, 2 x 64 or "
               "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; warp-specialized, 2 of 3 x 88 (also in "
-              "ping-pong), 2 of 4 x 64 in ping-pong with the weights from registers; with channels as N, 2 of 8 x 64 (also in ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
+              "ping-pong), 2 of 4 x 64 in ping-pong with the weights from registers; with channels as N, 2 of 8 x "
+              "64 (also in ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;
