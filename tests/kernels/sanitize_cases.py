@@ -86,6 +86,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # cut at the edge (260 + 2 = 3 x 88 - 2); bf16 with a chunk tail and groups
     (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp3", True),
     (2, 48, 64, (3, 5), (50, 144), 1, (1, 2), 0, 1, 2, torch.bfloat16, "dws3", True),
+    # 4 rows x 88 in ping-pong (setmaxnreg): TF32 with dilation, two channel tiles and the same cut column tile; as two
+    # warpgroups of one 8-row tile, fp16 with a chunk tail and a row tile cut at the bottom (70 rows)
+    (4, 20, 70, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwp4w", True),
+    (3, 40, 32, (3, 5), (70, 296), 1, (1, 2), 0, 1, 1, torch.float16, "dws4w", True),
     # ping-pong with the weights from registers (two register sets, a commit group a tap): fp16 with a chunk tail and
     # an odd tap count, so a chunk ends on either set
     (3, 40, 70, (3, 3), (70, 296), 1, (1, 1), 0, 1, 1, torch.float16, "dwr4", True),

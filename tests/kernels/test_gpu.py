@@ -550,13 +550,14 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
 # The wgmma dense kernel (Hopper, stride 1): fp16, bf16 and fp32 as TF32; strict fp32 falls back to the dense kernel,
 # double to ffma.
 # rows a (consumer) warpgroup, its warpgroups, columns; dws*: warp-specialized and persistent (v18); dwp*: v18
-# ping-pong, a tile one warpgroup's rows; dws3/dwp3: 88 columns (wgmma's N), widths off a multiple of 8 pixels;
+# ping-pong, a tile one warpgroup's rows; dws3/dwp3/dws4w/dwp4w: 88 columns (wgmma's N), widths off a multiple of 8
+# pixels (4 rows: 176 accumulators a thread, registers moved from the producer with setmaxnreg);
 # dwr*: ping-pong with the weights as wgmma's A from registers; dwn*: v18 with channels as N, 32 a tile (v24)
 DWG_TILES = {"dwg": (2, 2, 128), "dwg1": (1, 2, 128), "dwg2": (2, 2, 128), "dwg2s": (2, 2, 64), "dwg4": (4, 2, 64),
              "dwg23": (2, 3, 128), "dwg14": (1, 4, 128), "dwg24": (2, 4, 64),
              "dws": (2, 2, 128), "dws4": (4, 2, 64), "dws23": (2, 3, 64), "dws13": (1, 3, 128), "dwp4": (4, 2, 64),
-             "dws3": (3, 2, 88), "dwp3": (3, 2, 88), "dwr4": (4, 2, 64), "dwn8": (8, 2, 64),
-             "dwnp8": (8, 2, 64)}
+             "dws3": (3, 2, 88), "dwp3": (3, 2, 88), "dws4w": (4, 2, 88), "dwp4w": (4, 2, 88), "dwr4": (4, 2, 64),
+             "dwn8": (8, 2, 64), "dwnp8": (8, 2, 64)}
 DWS_ALGOS = [a for a in DWG_TILES if a.startswith(("dws", "dwp", "dwr", "dwn"))]
 DWG_ALGOS = list(DWG_TILES)
 
@@ -578,7 +579,7 @@ def dwg_smem_bytes(algo, itemsize, k, d):
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
-@pytest.mark.parametrize("i", range(95))
+@pytest.mark.parametrize("i", range(105))
 def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
     """Random stride-1 problems forced onto the wgmma dense kernel, each tile in turn: kernels up to 4 x 7 with
     dilation 1 and 2 (each tap a descriptor offset into the pixel-major halo), halos past every edge, output
@@ -694,8 +695,8 @@ def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
 
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
-                                  "dws4", "dws23", "dws13", "dwp4", "dws3", "dwp3", "dwr4", "dwn8", "dwnp8", "tc32", "tc64",
-                                  "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
+                                  "dws4", "dws23", "dws13", "dwp4", "dws3", "dwp3", "dws4w", "dwp4w", "dwr4", "dwn8",
+                                  "dwnp8", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""

@@ -215,7 +215,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // 2 x 64 or 1 x 128); dwp4 (its ping-pong form); dws3, dwp3 (2 consumer warpgroups of 3 rows x 88 columns, and
 // its ping-pong form: 88 pads the output widths 518 and 260 2% where 64 pads them 11% and 23%); dwn8, dwnp8 (v24:
 // the same with channels as N, 32 a tile, and pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in
-// ping-pong); dwr4 (dwp4 with each tap's weights as wgmma's A from registers);
+// ping-pong); dwp4w (ping-pong, 4 rows x 88 columns: the consumers take registers from the producer); dwr4 (dwp4
+// with each tap's weights as wgmma's A from registers);
 // strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
 // cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -286,6 +287,8 @@ constexpr Forced kForced[] = {
     {"dwp4", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true}}},
     {"dws3", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {3, 2, 88, true}}},
     {"dwp3", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {3, 2, 88, true, true}}},
+    {"dws4w", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true}}},
+    {"dwp4w", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, true}}},
     {"dwr4",
      {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true, 0, true}}},
     {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},
@@ -350,7 +353,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dwr4, dwn8, dwnp8, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -448,26 +451,34 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // from registers (dwr4), read once for a warpgroup's 4 rows (by descriptor, once a row): kb57 fp16 1.59 against
   // 1.71 (dws4), bf16 1.62 against 1.71; it loses in TF32 (kb57 3.18 against dws3's 2.87) and past 15 taps (fp16
   // kb65 0.76 against 0.69, kb69 1.25 against 1.03).
+  // v26: 4 rows x 88 columns a consumer warpgroup (dwp4w, dws4w: 176 accumulators, registers taken from the producer
+  // with setmaxnreg) in place of 3 x 88: the same halo rows a product as 4 x 64 and a quarter fewer weight reads a
+  // product than 3 x 88. GPU time alone on an H200 (bench.gpu_time, session 33, ms, against the pick before): kb69
+  // TF32 1.65-1.72 against dwp3's 1.74-1.81, fp16 0.88 against 1.03, bf16 0.86 against 1.01; kb65 TF32 1.00 against
+  // 1.05, fp16 0.54 against 0.61 (dwp4, with the ring order of convt_dwg.cu's geometry); kb57 TF32 2.73 (dws4w)
+  // against 2.87 (dws3). The half types keep dwr4 under 15 taps unless 88-column tiles pad 10% less (kb57 fp16 dwr4
+  // 1.60-1.68 against dws4w's 1.87-1.98).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
   const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
-  auto padded = [&](int rows, int cols) {
-    return double((p.Hout + rows - 1) / rows * rows) * double((p.Wout + cols - 1) / cols * cols);
+  auto padded = [&](int cols) {
+    return double((p.Hout + tile_rows - 1) / tile_rows * tile_rows) * double((p.Wout + cols - 1) / cols * cols);
   };
-  const bool wide = padded(tile_rows, 64) > padded(tile_rows / 4 * 3, 88) * (dtype == at::kFloat ? 1.0 : 1.1);
+  const bool wide = padded(64) > padded(88), wider = padded(64) > 1.1 * padded(88);
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     const bool half = dtype != at::kFloat;
     const DwgTile rows4{4, 2, 64, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
     const DwgTile rows3{3, 2, 88, true}, pp3{3, 2, 88, true, true}, ra4{4, 2, 64, true, true, 0, true};
+    const DwgTile rows4w{4, 2, 88, true}, pp4w{4, 2, 88, true, true};
     const DwgTile n8{8, 2, 64, true, false, 32}, n8p{8, 2, 64, true, true, 32};
     const DwgTile first = narrow      ? (narrow_pp ? n8p : n8)
-                          : ping_pong ? (wide ? pp3 : pp4)
+                          : ping_pong ? (wide ? pp4w : pp4)
                           : half && p.Cout_g > 64 ? groups3
-                          : wide                  ? rows3
-                          : half                  ? ra4
+                          : half                  ? (wider ? rows4w : ra4)
+                          : wide                  ? rows4w
                                                   : rows4;
-    const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : ping_pong && wide ? pp4 : rows4;
+    const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : ping_pong && wide ? pp3 : wide ? rows3 : rows4;
     for (const DwgTile t : {first, second, rows4, groups3, DwgTile{1, 3, 128, true}}) {
       if (dwg_supports(p, x, tf32, t)) {
         Algo a{Path::kDwg};

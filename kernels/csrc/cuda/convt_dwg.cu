@@ -509,6 +509,11 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   constexpr int CH = Chunk<T>::kCh, V = Chunk<T>::kV;
   // Accumulators a row: NP pixels x 64 channels over 128 threads, or with SW NP pixels x NC channels.
   constexpr int MT = NP / 64, ACC = SW ? MT * NC / 2 : NP / 2;
+  // v26: past ~160 accumulators a thread (4 rows x 88 columns: 176) the consumers need more than the launch bound's
+  // 168 registers. The producer gives up 96 a thread (168 -> 72), each consumer thread takes 48 (168 -> 216): 128 x 72
+  // + 256 x 216 is the block's 384 x 168.
+  constexpr bool kRegs = MS * ACC > 160;
+  static_assert(!kRegs || G == 2, "the register split assumes one producer and two consumer warpgroups");
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
@@ -550,6 +555,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
 
   if (warp < 4) {
     // Producer.
+    if constexpr (kRegs) setmaxnreg_dec<72>();
     const int copies = d.hr * d.rpv;
     const uint32_t raw_s = smem_addr(smem + d.raw_word);
     int ik = 0, ic = 0, ih0 = 0, ca = 0;  // the next chunk to issue: tile, chunk; the tile's halo origin
@@ -682,6 +688,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     return;
   }
 
+  if constexpr (kRegs) setmaxnreg_inc<216>();
   // Consumers: warpgroup 1 + wgi holds rows wgi * MS.. of a tile. wgi comes through a shuffle so that the compiler
   // knows it is warp-uniform: the descriptors built from it then live in uniform registers (from threadIdx they were
   // per-thread 64-bit adds and R2UR moves, ~15 instructions a wgmma in the SASS).
@@ -870,7 +877,11 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
     return d.t_word + nb * (8 * d.plane + d.w_words) + stages * d.raw_words + (t.ws ? 0 : table);
   };
   if (t.ws) {
-    constexpr int kDepths[][2] = {{3, 4}, {3, 3}, {2, 3}, {3, 2}, {2, 2}};
+    // Three buffers before three raw stages (v26): a third pixel-major and weight buffer lets the producer run a chunk
+    // further ahead of the consumers, a third raw stage only hides more of a copy's latency. Where only one fits,
+    // GPU time alone on an H200 (bench.gpu_time, session 33, ms): kb65 dwp4w TF32 1.19 -> 1.00, fp16 0.63 -> 0.54;
+    // kb57 dws4w TF32 2.90 -> 2.74 (fp16 1.87 -> 1.98, where the heuristic takes dwr4).
+    constexpr int kDepths[][2] = {{3, 4}, {3, 3}, {3, 2}, {2, 3}, {2, 2}};
     d.nb = 2;
     d.stages = 2;
     for (const auto& nd : kDepths) {
@@ -964,7 +975,11 @@ void launch_tile(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   }
   if (t.ws) {
     if (t.cols == 88) {
-      if (t.pp) {
+      if (t.rows == 4 && t.pp) {
+        launch_ws<T, 4, 2, 88, true>(p, x, w, b, out, stream);
+      } else if (t.rows == 4) {
+        launch_ws<T, 4, 2, 88, false>(p, x, w, b, out, stream);
+      } else if (t.pp) {
         launch_ws<T, 3, 2, 88, true>(p, x, w, b, out, stream);
       } else {
         launch_ws<T, 3, 2, 88, false>(p, x, w, b, out, stream);
@@ -1004,6 +1019,7 @@ bool tile_known(DwgTile t) {
   if (t.nc != 0) return false;
   if (t.ra) return t.ws && t.pp && t.groups == 2 && t.rows == 4 && t.cols == 64;
   if (t.ws && t.rows == 3 && t.groups == 2 && t.cols == 88) return true;  // also in ping-pong
+  if (t.ws && t.rows == 4 && t.groups == 2 && t.cols == 88) return true;  // v26, setmaxnreg; also in ping-pong
   if (t.pp) return t.ws && t.rows == 4 && t.groups == 2 && t.cols == 64;
   if (t.ws) {
     return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
@@ -1041,9 +1057,9 @@ void launch_dwg(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, 
                 DwgTile tile, cudaStream_t stream) {
   const DwgTile t = pick(tile);
   CONVT_CHECK(tile_known(t), "convt: the wgmma dense kernel takes 2 warpgroups of 1 row x 128 columns, 2 x 64 or "
-              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; warp-specialized, 2 of 3 x 88 (also in "
-              "ping-pong), 2 of 4 x 64 in ping-pong with the weights from registers; with channels as N, 2 of 8 x "
-              "64 (also in ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
+              "128, or 4 x 64; 3 of 2 x 128; or 4 of 1 x 128 or 2 x 64; warp-specialized, 2 of 3 x 88 or 4 x 88 "
+              "(also in ping-pong), 2 of 4 x 64 in ping-pong with the weights from registers; with channels as N, 2 of "
+              "8 x 64 (also in ping-pong); not ", t.groups, " of ", t.rows, " x ", t.cols);
   switch (x.scalar_type()) {
     case at::kFloat: launch_tile<float>(p, x, w, b, out, t, stream); break;
     case at::kHalf: launch_tile<at::Half>(p, x, w, b, out, t, stream); break;

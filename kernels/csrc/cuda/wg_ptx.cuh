@@ -75,6 +75,17 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// Warp-specialized blocks move registers from the producer warpgroup to the consumers'. The two counts must sum to
+// at most the block's allocation (its launch bound's registers a thread x its threads); .inc blocks until the
+// producer's .dec has released them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 // Keeps the compiler from moving accumulator reads or writes across the
 // asynchronous wgmma that owns the registers.
 template <int R>
