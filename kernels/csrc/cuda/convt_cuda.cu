@@ -460,14 +460,14 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 1.60-1.68 against dws4w's 1.87-1.98).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
-  const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
-  auto padded = [&](int cols) {
-    return double((p.Hout + tile_rows - 1) / tile_rows * tile_rows) * double((p.Wout + cols - 1) / cols * cols);
-  };
-  const bool wide = padded(64) > padded(88), wider = padded(64) > 1.1 * padded(88);
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     const bool half = dtype != at::kFloat;
+    const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
+    auto padded = [&](int cols) {
+      return double((p.Hout + tile_rows - 1) / tile_rows * tile_rows) * double((p.Wout + cols - 1) / cols * cols);
+    };
+    const bool wide = padded(64) > padded(88), wider = padded(64) > 1.1 * padded(88);
     const DwgTile rows4{4, 2, 64, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
     const DwgTile rows3{3, 2, 88, true}, pp3{3, 2, 88, true, true}, ra4{4, 2, 64, true, true, 0, true};
     const DwgTile rows4w{4, 2, 88, true}, pp4w{4, 2, 88, true, true};

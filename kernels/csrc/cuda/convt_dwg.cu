@@ -497,6 +497,18 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // NC > 0 (v24): channels as N, NC a tile (32); the operands swap. A is the pixel-major halo (M = 64 pixels of a row,
 // the same descriptor v18 gives B), B the tap's weights (N = NC channels, K-major as v18's A). At 32 or fewer channels
 // a group v18 pads them to wgmma's M of 64, half of every product and of its weight reads zeros.
+// A chunk's place in the ring of pixel-major and weight buffers: its buffer, and how often the ring has wrapped (the
+// parity of the phase its mbarriers are in).
+struct RingPos {
+  int b = 0, wrap = 0;
+  __device__ __forceinline__ void next(int nb) {
+    if (++b == nb) {
+      b = 0;
+      ++wrap;
+    }
+  }
+};
+
 template <typename T, int MS, int G, int NP, bool PP, int NC, bool RA>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
@@ -604,9 +616,11 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
       issue(ist);
       ist = ist + 1 == d.stages ? 0 : ist + 1;
     }
-    int tk = 0, tc = 0, st = 0, b = 0, wrap = 0;
+    int tk = 0, tc = 0, st = 0;
+    RingPos ring;
     const uint32_t* w_tile = nullptr;
     for (int i = 0; i < own * d.chunks; ++i) {
+      const int b = ring.b;
       cp_wait_upto<3>(d.stages - 2);  // this thread's copies of chunk i landed
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
       issue(ist);
@@ -615,7 +629,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
         const At a = tile_at(tk);
         w_tile = wp + (int64_t(a.g) * d.co_tiles + a.cot) * d.chunks * int64_t(d.w_words);
       }
-      mbar_wait(&empty[b], (wrap & 1) ^ 1);  // the consumers retired chunk i - nb (a fresh barrier passes parity 1)
+      mbar_wait(&empty[b], (ring.wrap & 1) ^ 1);  // the consumers retired chunk i - nb (a fresh barrier passes parity 1)
       if (tid == 0) {
         mbar_expect_tx(&full[b], d.w_words * 4);
         bulk_copy(w_s + 4u * b * d.w_words, w_tile + int64_t(tc) * d.w_words, d.w_words * 4, &full[b]);
@@ -675,10 +689,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
       fence_proxy_async();  // this thread's st.shared, read next by wgmma
       mbar_arrive(&full[b]);
       st = st + 1 == d.stages ? 0 : st + 1;
-      if (++b == d.nb) {
-        b = 0;
-        ++wrap;
-      }
+      ring.next(d.nb);
       if (++tc == d.chunks) {
         tc = 0;
         ++tk;
@@ -698,15 +709,10 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   const uint32_t tap00 = static_cast<uint32_t>((d.kh - 1) * d.dh * d.rp + (d.kw - 1) * d.dw);
   const uint32_t row_back = static_cast<uint32_t>(d.dh * d.rp - (d.kw - 1) * d.dw);  // tap (kh, KW-1) to (kh+1, 0)
   float acc[MS][ACC];
-  int b = 0, wrap = 0;
+  RingPos ring;
   for (int k = 0; k < own; ++k) {
     if (PP && k % 2 != wgi) {  // the other warpgroup's tile: its chunks' positions in the ring
-      for (int c = 0; c < d.chunks; ++c) {
-        if (++b == d.nb) {
-          b = 0;
-          ++wrap;
-        }
-      }
+      for (int c = 0; c < d.chunks; ++c) ring.next(d.nb);
       continue;
     }
     if (PP && k > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + wgi) : "memory");
@@ -714,12 +720,21 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     const uint32_t base_off = static_cast<uint32_t>((PP ? 0 : wgi * MS * d.rp) + a.shift);
     int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
     for (int kc = 0; kc < d.chunks; ++kc) {
-      mbar_wait(&full[b], wrap & 1);
+      const int b = ring.b;
+      mbar_wait(&full[b], ring.wrap & 1);
       // Weights: k halves 16 bm bytes apart. Halo: channel groups group_bytes apart, a pixel 16 bytes.
       const uint32_t alo = desc_lo(w_s + 4u * b * d.w_words, 16 * d.bm);
       const uint32_t blo = desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
-      uint32_t toff = tap00;
+      uint32_t toff = tap00;  // the tap's offset into the halo: taps run from (KH-1, KW-1) back to (0, 0)
       int kwi = 0;
+      auto next_tap = [&] {
+        if (++kwi == d.kw) {
+          kwi = 0;
+          toff -= row_back;
+        } else {
+          toff -= d.dw;
+        }
+      };
       if constexpr (RA) {
         // A tap's weights in registers, two sets: the tap's MS wgmma are a commit group, and the wait after it retires
         // the tap before, whose set the next tap's load overwrites. After the chunk's first tap that wait has retired
@@ -734,56 +749,38 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           wgmma_commit();
           wgmma_wait<1>();
           if (t == 0 && prev >= 0) release_loads(&empty[prev]);
-          if (++kwi == d.kw) {
-            kwi = 0;
-            toff -= row_back;
-          } else {
-            toff -= d.dw;
-          }
+          next_tap();
         };
         uint32_t a0[4], a1[4];
         for (int t = 0; t < kk; t += 2) {
           tap(a0, t);
           if (t + 1 < kk) tap(a1, t + 1);
         }
-        prev = b;
-        if (++b == d.nb) {
-          b = 0;
-          ++wrap;
-        }
-        continue;
-      }
-      wgmma_fence();
-      for (int t = 0; t < kk; ++t) {
-        const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
-        const uint64_t wdesc = desc_of(alo + uint32_t(t * (4 * d.tap_words / 16)));
+      } else {
+        wgmma_fence();
+        for (int t = 0; t < kk; ++t) {
+          const int scale = kc != 0 || t != 0 ? 1 : 0;  // a tile's first tap overwrites the accumulators
+          const uint64_t wdesc = desc_of(alo + uint32_t(t * (4 * d.tap_words / 16)));
 #pragma unroll
-        for (int j = 0; j < MS; ++j) {
-          if constexpr (SW) {
+          for (int j = 0; j < MS; ++j) {
+            if constexpr (SW) {
 #pragma unroll
-            for (int u = 0; u < MT; ++u) {
-              wg::Wgmma<Op, NC>::run(*reinterpret_cast<float(*)[NC / 2]>(&acc[j][NC / 2 * u]),
-                                     desc_of(blo + toff + j * d.rp + 64 * u), wdesc, scale);
+              for (int u = 0; u < MT; ++u) {
+                wg::Wgmma<Op, NC>::run(*reinterpret_cast<float(*)[NC / 2]>(&acc[j][NC / 2 * u]),
+                                       desc_of(blo + toff + j * d.rp + 64 * u), wdesc, scale);
+              }
+            } else {
+              wg::Wgmma<Op, NP>::run(acc[j], wdesc, desc_of(blo + toff + j * d.rp), scale);
             }
-          } else {
-            wg::Wgmma<Op, NP>::run(acc[j], wdesc, desc_of(blo + toff + j * d.rp), scale);
           }
+          next_tap();
         }
-        if (++kwi == d.kw) {
-          kwi = 0;
-          toff -= row_back;
-        } else {
-          toff -= d.dw;
-        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the chunk before retired
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
       }
-      wgmma_commit();
-      wgmma_wait<1>();  // the chunk before retired
-      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
       prev = b;
-      if (++b == d.nb) {
-        b = 0;
-        ++wrap;
-      }
+      ring.next(d.nb);
     }
     if (PP && k + 1 < own) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - wgi) : "memory");
     wgmma_wait<0>();
