@@ -454,10 +454,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // v26: 4 rows x 88 columns a consumer warpgroup (dwp4w, dws4w: 176 accumulators, registers taken from the producer
   // with setmaxnreg) in place of 3 x 88: the same halo rows a product as 4 x 64 and a quarter fewer weight reads a
   // product than 3 x 88. GPU time alone on an H200 (bench.gpu_time, session 33, ms, against the pick before): kb69
-  // TF32 1.65-1.72 against dwp3's 1.74-1.81, fp16 0.88 against 1.03, bf16 0.86 against 1.01; kb65 TF32 1.00 against
+  // TF32 1.65-1.73 against dwp3's 1.74-1.81, fp16 0.88 against 1.03, bf16 0.86 against 1.01; kb65 TF32 1.00 against
   // 1.05, fp16 0.54 against 0.61 (dwp4, with the ring order of convt_dwg.cu's geometry); kb57 TF32 2.73 (dws4w)
   // against 2.87 (dws3). The half types keep dwr4 under 15 taps unless 88-column tiles pad 10% less (kb57 fp16 dwr4
-  // 1.60-1.68 against dws4w's 1.87-1.98).
+  // 1.60-1.70 against dws4w's 1.85-1.98).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
