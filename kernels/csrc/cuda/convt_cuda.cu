@@ -215,8 +215,8 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // 2 x 64 or 1 x 128); dwp4 (its ping-pong form); dws3, dwp3 (2 consumer warpgroups of 3 rows x 88 columns, and
 // its ping-pong form: 88 pads the output widths 518 and 260 2% where 64 pads them 11% and 23%); dwn8, dwnp8 (v24:
 // the same with channels as N, 32 a tile, and pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in
-// ping-pong); dwp4w (ping-pong, 4 rows x 88 columns: the consumers take registers from the producer); dwr4 (dwp4
-// with each tap's weights as wgmma's A from registers);
+// ping-pong); dws4w, dwp4w (dws3 and dwp3 at 4 rows x 88 columns: the consumers take registers from the
+// producer); dwr4 (dwp4 with each tap's weights as wgmma's A from registers);
 // strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
 // cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -440,13 +440,13 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // to wgmma's M of 64: GPU time alone on an H200 (bench.gpu_time, session 31, ms, against the pick before) TF32 kb71
   // 0.59 against 0.69, kb78 0.90 against 1.08; fp16 kb71 0.36 against 0.39, kb78 0.50 against 0.54. Its ping-pong form
   // in TF32 under 15 taps (kb71 0.55), where a tile's stores are a larger share of it; not in fp16 (kb71 0.38).
-  // Tiles of 3 rows x 88 columns a consumer warpgroup (dws3, dwp3) where 64-column tiles pad the output more: 88
-  // divides the widths 518 and 260 with 2% of padding where 64 pads them 11% and 23%. In TF32 they win beyond the
-  // padding (an m64n88k8 reads 108 bytes of shared memory a cycle against m64n64k8's 128, which the SM's shared memory
-  // cannot also serve to the producer) but need one more halo row a product (5 for 3 against 6 for 4), so the half
-  // types take them only past 10% less padded work. GPU time alone on an H200 (bench.gpu_time, session 32, ms,
-  // against the pick before): TF32 kb69 1.81 against 2.23 (dwp4), kb65 1.05 against 1.28, kb57 2.86 (dws3) against
-  // 2.91 (dws4); fp16 kb69 1.02 against 1.19, kb65 0.68 against 0.69 (kept on dwp4), kb57 1.89 against 1.72 (kept).
+  // v25: tiles 88 columns wide where 64-column tiles pad the output more: 88 divides the widths 518 and 260 with 2%
+  // of padding where 64 pads them 11% and 23%. In TF32 they win beyond the padding (an m64n88k8 reads 108 bytes of
+  // shared memory a cycle against m64n64k8's 128, which the SM's shared memory cannot also serve to the producer).
+  // At 3 rows (dws3, dwp3; since v26 only the fallback of the 4-row tiles below) GPU time alone on an H200
+  // (bench.gpu_time, session 32, ms, against the pick before): TF32 kb69 1.81 against 2.23 (dwp4), kb65 1.05
+  // against 1.28, kb57 2.86 (dws3) against 2.91 (dws4); fp16 kb69 1.02 against 1.19, kb65 0.68 against 0.69 (kept on
+  // dwp4), kb57 1.89 against 1.72 (kept).
   // Half types under 15 taps at 64 output channels or fewer a group: ping-pong with each tap's weights as wgmma's A
   // from registers (dwr4), read once for a warpgroup's 4 rows (by descriptor, once a row): kb57 fp16 1.59 against
   // 1.71 (dws4), bf16 1.62 against 1.71; it loses in TF32 (kb57 3.18 against dws3's 2.87) and past 15 taps (fp16

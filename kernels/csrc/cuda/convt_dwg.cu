@@ -469,6 +469,19 @@ __global__ void __launch_bounds__(G * 128, MINB)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
+// A chunk's place in the ring of pixel-major and weight buffers: its buffer, and how often the ring has wrapped (the
+// parity of the phase its mbarriers are in).
+struct RingPos {
+  int b = 0, wrap = 0;
+  __device__ __forceinline__ void next(int nb) {
+    if (++b == nb) {
+      b = 0;
+      ++wrap;
+    }
+  }
+  __device__ __forceinline__ int parity() const { return wrap & 1; }
+};
+
 // v18: the same GEMM, warp-specialized and persistent, both operands by descriptor. v17's warps spent ~6000
 // scalar instructions a block against 72 wgmma, and each tap waited on the one before (its A registers). Here
 // warpgroup 0 is the producer: it issues the raw halo's cp.async ring, the weights' bulk copies and the transposes
@@ -497,18 +510,6 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // NC > 0 (v24): channels as N, NC a tile (32); the operands swap. A is the pixel-major halo (M = 64 pixels of a row,
 // the same descriptor v18 gives B), B the tap's weights (N = NC channels, K-major as v18's A). At 32 or fewer channels
 // a group v18 pads them to wgmma's M of 64, half of every product and of its weight reads zeros.
-// A chunk's place in the ring of pixel-major and weight buffers: its buffer, and how often the ring has wrapped (the
-// parity of the phase its mbarriers are in).
-struct RingPos {
-  int b = 0, wrap = 0;
-  __device__ __forceinline__ void next(int nb) {
-    if (++b == nb) {
-      b = 0;
-      ++wrap;
-    }
-  }
-};
-
 template <typename T, int MS, int G, int NP, bool PP, int NC, bool RA>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
@@ -629,7 +630,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
         const At a = tile_at(tk);
         w_tile = wp + (int64_t(a.g) * d.co_tiles + a.cot) * d.chunks * int64_t(d.w_words);
       }
-      mbar_wait(&empty[b], (ring.wrap & 1) ^ 1);  // the consumers retired chunk i - nb (a fresh barrier passes parity 1)
+      mbar_wait(&empty[b], ring.parity() ^ 1);  // the consumers retired chunk i - nb (a fresh barrier passes parity 1)
       if (tid == 0) {
         mbar_expect_tx(&full[b], d.w_words * 4);
         bulk_copy(w_s + 4u * b * d.w_words, w_tile + int64_t(tc) * d.w_words, d.w_words * 4, &full[b]);
@@ -721,7 +722,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     int prev = -1;  // the buffer of the chunk before, released once its wgmma retire
     for (int kc = 0; kc < d.chunks; ++kc) {
       const int b = ring.b;
-      mbar_wait(&full[b], ring.wrap & 1);
+      mbar_wait(&full[b], ring.parity());
       // Weights: k halves 16 bm bytes apart. Halo: channel groups group_bytes apart, a pixel 16 bytes.
       const uint32_t alo = desc_lo(w_s + 4u * b * d.w_words, 16 * d.bm);
       const uint32_t blo = desc_lo(t_s + 4u * b * (8 * d.plane), group_bytes) + base_off;
@@ -1015,8 +1016,8 @@ bool tile_known(DwgTile t) {
   if (t.nc == 32) return t.ws && t.rows == 8 && t.groups == 2 && t.cols == 64;
   if (t.nc != 0) return false;
   if (t.ra) return t.ws && t.pp && t.groups == 2 && t.rows == 4 && t.cols == 64;
-  if (t.ws && t.rows == 3 && t.groups == 2 && t.cols == 88) return true;  // also in ping-pong
-  if (t.ws && t.rows == 4 && t.groups == 2 && t.cols == 88) return true;  // v26, setmaxnreg; also in ping-pong
+  // also in ping-pong; 4 rows with setmaxnreg (v26)
+  if (t.ws && (t.rows == 3 || t.rows == 4) && t.groups == 2 && t.cols == 88) return true;
   if (t.pp) return t.ws && t.rows == 4 && t.groups == 2 && t.cols == 64;
   if (t.ws) {
     return (t.rows == 2 && t.groups == 2 && t.cols == 128) || (t.rows == 4 && t.groups == 2 && t.cols == 64) ||
