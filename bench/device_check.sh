@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper (sm_90a), self-check, GPU tests (parity,
 # KernelBench, sanitizers), benchmark against cuDNN; logs and results under $OUT.
-# Usage there: bash bench/device_check.sh [kernels|bench|variants|service|health|load|frontends|all]...
+# Usage there: bash bench/device_check.sh [kernels|bench|variants|gputime|service|health|load|frontends|all]...
 # variants (not in all): every forced CUDA path beside cuDNN, `python -m bench.variants
-# $CONVT_VARIANTS_ARGS`; CONVT_K picks GPU tests by -k expression.
+# $CONVT_VARIANTS_ARGS`; gputime (not in all): GPU time alone, `python -m bench.gpu_time $CONVT_GPU_TIME_ARGS`;
+# CONVT_K picks GPU tests by -k expression.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -27,6 +28,10 @@ for part in "${@:-all}"; do
   case $part in
     variants)
       python3 -m bench.variants --out "$OUT" ${CONVT_VARIANTS_ARGS:-} 2>&1 | tee "$OUT/variants.txt" | tail -n 40 ;;
+  esac
+  case $part in
+    gputime)
+      python3 -m bench.gpu_time ${CONVT_GPU_TIME_ARGS:-} 2>&1 | tee -a "$OUT/gpu-time.md" | tail -n 40 ;;
   esac
   case $part in
     service|all)

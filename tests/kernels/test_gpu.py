@@ -645,6 +645,89 @@ def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
     check_cuda(case, precision, seed * 7919 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
 
 
+# The window kernel (v27, Hopper, stride 1, 3 kernel rows at height dilation 1, at most 32 output channels a group):
+# two consumer warpgroups of two producer warps each, or three of one; "dwin" is its pick.
+DWIN_ALGOS = ["dwin2", "dwin3", "dwin"]
+
+
+def dwin_smem_bytes(itemsize, cin_g, groups, kw, dw, consumers):
+    """The window kernel's smallest shared memory (convt_dwin.cu's geometry): the mbarriers, every group's weights
+    (3 kernel rows x 32 channels x 8 k-words a chunk and kernel column) and two raw and two pixel-major halo rows a
+    consumer warpgroup."""
+    up = lambda a, b: -(-a // b) * b  # noqa: E731
+    vec, ch = 16 // itemsize, (16 if itemsize == 2 else 8)
+    chunks = -(-cin_g // ch)
+    rp = up(vec - 1 + 64 + (kw - 1) * dw, vec)
+    plane = up(rp, 32 if itemsize == 2 else 8)
+    raw = up(chunks * ch * (plane + 8 if itemsize == 2 else rp) * itemsize, 128)
+    return 256 + groups * chunks * kw * 32 * 96 + consumers * 2 * (raw + chunks * 32 * plane)
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(48))
+def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random stride-1 problems with 3 kernel rows forced onto the window kernel, each consumer count in turn: kernel
+    widths 1-7 with width dilation 1 and 2, halos past every edge (padding up to the kernel's extent), output padding,
+    one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
+    groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
+    one strip or several; height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared
+    memory)."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    algo = DWIN_ALGOS[i % len(DWIN_ALGOS)]
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 52361 + i)
+    dtype = TORCH_DTYPE[precision]
+    vec = 16 // dtype.itemsize
+    base = random_case(rng, max_hw=6, max_ch=2)
+    k = (3, rng.randint(1, 7))
+    d = (1 if i % 12 else 2, rng.randint(1, 2))
+    g = rng.choice([1, 1, 2])
+    cin_g = rng.choice([1, 5, 8, 16, 24, 40])
+    cout_g = rng.choice([1, 7, 16, 30, 32])
+    width = rng.choice([vec, 2 * vec, 9 * vec, 20 * vec, 33 * vec]) if i % 10 else rng.randint(1, 40)
+    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 90), width), (1, 1),
+                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
+                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.unbatched:
+        case.n = 1
+    if min(case.out_hw()) <= 0:
+        pytest.skip("no output")
+    limit = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+    consumers = {"dwin2": 2, "dwin3": 3, "dwin": 2}[algo]  # dwin: its pick, at least the two-consumer fit
+    fits = dwin_smem_bytes(dtype.itemsize, cin_g, g, k[1], d[1], consumers) <= limit
+    taken = path_taken(case, dtype)
+    if precision in ("float64", "float32") or width % vec or d[0] != 1:
+        assert taken != "dwin", f"the window kernel took a problem it cannot: {case}"
+    elif fits:
+        assert taken == "dwin", f"not on the window kernel: {case}"
+    elif algo != "dwin":
+        assert taken != "dwin", f"a window kernel over {limit} bytes of shared memory ran: {case}"
+    check_cuda(case, precision, seed * 52361 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
+@pytest.mark.parametrize("algo", DWIN_ALGOS)
+def test_dwin_persistent_cuda(seed, precision, algo, monkeypatch):
+    """The window kernel on problems of many more tiles than consumer warpgroups, so that each walks several bands
+    and strips (its producer streaming the next tile's rows while the consumer stores this one's last): a band cut at
+    the bottom, a strip cut at the edge, two chunks with a tail, width dilation, padding, bias, outputs off
+    alignment."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    rng = random.Random(seed * 7907 + DWIN_ALGOS.index(algo))
+    case = Case(3, 40, 30, (3, 5), (rng.randint(150, 250), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2),
+                1, True, False)
+    assert path_taken(case, TORCH_DTYPE[precision]) == "dwin", f"not on the window kernel: {case}"
+    check_cuda(case, precision, seed * 7907 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):
@@ -696,7 +779,8 @@ def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
                                   "dws4", "dws23", "dws13", "dwp4", "dws3", "dwp3", "dws4w", "dwp4w", "dwr4", "dwn8",
-                                  "dwnp8", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh", "wgh64s"])
+                                  "dwnp8", "dwin", "dwin2", "dwin3", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t",
+                                  "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""
@@ -715,7 +799,9 @@ def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
             assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
         if (algo.startswith("dw") and precision == "float32-tf32" and s == (1, 1)
                 and torch.cuda.get_device_capability() == (9, 0)):
-            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == "dwg", f"problem {pid} {algo}: fell back"
+            # the window kernel takes 3 kernel rows at 32 output channels or fewer (kb71, kb78); dwg the rest
+            want = "dwin" if algo.startswith("dwin") and k[0] == 3 and cout // g <= 32 else "dwg"
+            assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
         conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)
         ref = F.conv_transpose2d(x.double(), w.double(), None, s, p, op, g, d)

@@ -1,0 +1,488 @@
+// The window kernel (v27; see convt_dwin.h). v24's channels-as-N tiles (convt_dwg.cu) issue one m64n32k8 a tap and
+// output row: 2 KB of halo and 1 KB of weights read from shared memory for 16 cycles of tensor work, 192 bytes a
+// cycle against the SM's 128, so shared memory set their pace. Here N is the three kernel rows' weights side by side
+// (96 = 3 slots x 32 channels): one m64n96k8 reads the halo row's 64 pixels once (2 KB) with 3 KB of weights for 48
+// cycles of products, 107 bytes a cycle. Slot s of halo row i is the partial sum of output row i - s, so each slot's
+// accumulators are that output row's: wgmma names its 48 registers one by one, and the three are rows of a window of
+// four that rolls down the strip (unrolled by four, so every register is named at compile time). An output row is
+// whole after the third halo row that feeds it, and is stored while the next halo row's products run.
+//
+// A block is one producer warpgroup and two consumer warpgroups, in two independent halves: producer warps 2h, 2h + 1
+// feed consumer warpgroup h through a ring of `nb` pixel-major halo rows (mbarriers full/empty), from a ring of
+// `stages` raw rows their cp.async fill (a named barrier a row, as v18). A stage is one input row, 64 + KW - 1
+// columns (whole 16-byte copies), of every input channel of the group. Every group's weights stay in shared memory
+// for the whole kernel, packed once a call as [group][chunk][kernel column][k half][slot x 32 channels][16 bytes].
+// Consumer warpgroup h of block b walks tiles 2b + h, 2b + h + 2 gridDim.x, ...: a tile is a band of output rows of
+// one 64-column strip, image and group; strips fastest, so neighbouring strips share their halo columns in L2.
+#include "convt_dwin.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "convt_dense.h"
+#include "convt_tc.h"
+#include "smem_attr.h"
+#include "wgmma_ops.h"
+
+namespace convt {
+namespace {
+
+#include "cp_async.cuh"
+#include "mma_sync.cuh"
+#include "store_pair.cuh"
+#include "wg_ptx.cuh"
+#include "dwg_device.cuh"
+
+constexpr int kKH = 3;           // kernel rows: the slots of N
+constexpr int kSlot = 32;        // output channels a slot
+constexpr int kN = kKH * kSlot;  // wgmma's N
+constexpr int kCols = 64;        // output columns a strip: wgmma's M
+constexpr int kMaxNb = 4;
+constexpr int kMaxG = 3;
+
+struct DwinGeom : StrideOneDims {
+  int chunks;              // input-channel chunks a group: one wgmma k-step each (8 fp32, 16 half)
+  int rp, rpv;             // a halo row's pixels (whole 16-byte copies), and its copies
+  int plane;               // pitch of a pixel-major channel group, in pixels
+  int cpr;                 // a raw channel's pitch in elements (half types: + 8, ldmatrix rows in 8 banks)
+  int raw_bytes, pm_bytes; // a stage: the raw row of every channel; its pixel-major copy
+  int w_bytes;             // every group's packed weights
+  int stages, nb;          // raw stages and pixel-major buffers, each producer half
+  int band, bands, strips; // output rows a tile; tiles down and across an image
+  int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
+  int smem_bytes;
+};
+constexpr int kWOff = 256;  // after the mbarriers: full[kMaxG][kMaxNb], empty[kMaxG][kMaxNb]
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// wgmma.fence with every accumulator bound to it: the window's moves (below) land before it, never inside the
+// pipeline stage it opens, where ptxas would serialize every wgmma (C7515).
+__device__ __forceinline__ void fence_acc(float (&a)[kKH][16]) {
+  asm volatile(
+      "wgmma.fence.sync.aligned;\n"
+      : "+f"(a[0][0]), "+f"(a[0][1]), "+f"(a[0][2]), "+f"(a[0][3]), "+f"(a[0][4]), "+f"(a[0][5]), "+f"(a[0][6]),
+        "+f"(a[0][7]), "+f"(a[0][8]), "+f"(a[0][9]), "+f"(a[0][10]), "+f"(a[0][11]), "+f"(a[0][12]), "+f"(a[0][13]),
+        "+f"(a[0][14]), "+f"(a[0][15]), "+f"(a[1][0]), "+f"(a[1][1]), "+f"(a[1][2]), "+f"(a[1][3]), "+f"(a[1][4]),
+        "+f"(a[1][5]), "+f"(a[1][6]), "+f"(a[1][7]), "+f"(a[1][8]), "+f"(a[1][9]), "+f"(a[1][10]), "+f"(a[1][11]),
+        "+f"(a[1][12]), "+f"(a[1][13]), "+f"(a[1][14]), "+f"(a[1][15]), "+f"(a[2][0]), "+f"(a[2][1]), "+f"(a[2][2]),
+        "+f"(a[2][3]), "+f"(a[2][4]), "+f"(a[2][5]), "+f"(a[2][6]), "+f"(a[2][7]), "+f"(a[2][8]), "+f"(a[2][9]),
+        "+f"(a[2][10]), "+f"(a[2][11]), "+f"(a[2][12]), "+f"(a[2][13]), "+f"(a[2][14]), "+f"(a[2][15])
+      :
+      : "memory");
+}
+#endif
+
+template <typename T>
+struct Elem {
+  static constexpr bool kHalf = sizeof(T) == 2;
+  static constexpr int kCh = kHalf ? 16 : 8;                   // input channels a chunk
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
+};
+
+// Word i of the packed weights: [group][chunk][kw][k half][n = slot * 32 + channel][4 words], slot s holding kernel
+// row KH - 1 - s (halo row i feeds output row i - s through kernel row KH - 1 - s). A word is one TF32 (rounded) or a
+// pair of half values, the lower k in the low half; input channels past the group and channels past cout_g are 0.
+template <typename T>
+__global__ void dwin_pack_kernel(const DwinGeom d, const T* __restrict__ w, uint32_t* __restrict__ wp, int64_t words) {
+  constexpr int KC = Elem<T>::kCh;
+  const int kk = d.kh * d.kw;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
+    const int e = static_cast<int>(i & 3);
+    int64_t r = i >> 2;
+    const int n = static_cast<int>(r % kN);
+    r /= kN;
+    const int khalf = static_cast<int>(r & 1);
+    r >>= 1;
+    const int kw = static_cast<int>(r % d.kw);
+    r /= d.kw;
+    const int c = static_cast<int>(r % d.chunks);
+    const int64_t g = r / d.chunks;
+    const int co = n % kSlot, kh = kKH - 1 - n / kSlot, kword = 4 * khalf + e;
+    auto weight = [&](int ci) -> T {
+      return ci < d.cin_g && co < d.cout_g ? w[((g * d.cin_g + ci) * d.cout_g + co) * kk + kh * d.kw + kw] : T(0);
+    };
+    if constexpr (Elem<T>::kHalf) {
+      const int ci = c * KC + 2 * kword;
+      const T lo = weight(ci), hi = weight(ci + 1);
+      wp[i] = uint32_t(reinterpret_cast<const uint16_t&>(lo)) | (uint32_t(reinterpret_cast<const uint16_t&>(hi)) << 16);
+    } else {
+      wp[i] = tf32_round(weight(c * KC + kword));
+    }
+  }
+}
+
+// G consumer warpgroups (2 or 3), each fed by its own PW producer warps (2 or 1; with 3 consumers the fourth producer
+// warp has nothing to do and leaves).
+template <typename T, int G>
+__global__ void __launch_bounds__((G + 1) * 128, 1)
+    convt_dwin_kernel(const DwinGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
+                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(G == 2 || G == 3, "two consumer warpgroups of two producer warps each, or three of one");
+  constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (G + 1) * 128, PW = G == 2 ? 2 : 1, PT = 32 * PW;
+  using Op = typename wg::OpFor<T>::type;
+  extern __shared__ __align__(128) uint32_t smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // Warp-uniform to the compiler through a shuffle: descriptors built from it stay in uniform registers.
+  const int wgi = __shfl_sync(0xffffffffu, warp >> 2, 0);
+  const int h = wgi == 0 ? warp / PW : wgi - 1;  // the consumer warpgroup this warp is or feeds
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* full = bars + h * kMaxNb;
+  uint64_t* empty = bars + kMaxG * kMaxNb + h * kMaxNb;
+  if (tid == 0) {
+    for (int b = 0; b < G * kMaxNb; ++b) {
+      mbar_init(bars + b, PT);                   // full: the producer warps' threads
+      mbar_init(bars + kMaxG * kMaxNb + b, 4);  // empty: the consumer warpgroup's warps
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  {  // every group's weights, once: read by wgmma (the async proxy) from here on
+    const uint4* src = reinterpret_cast<const uint4*>(wp);
+    uint4* dst = reinterpret_cast<uint4*>(reinterpret_cast<char*>(smem) + kWOff);
+    for (int i = tid; i < d.w_bytes / 16; i += NTH) dst[i] = src[i];
+    fence_proxy_async();
+  }
+  __syncthreads();
+  if (h >= G) return;  // the idle producer warp
+  const uint32_t w_s = smem_addr(reinterpret_cast<char*>(smem) + kWOff);
+  const uint32_t raw_s = smem_addr(reinterpret_cast<char*>(smem) + d.raw_off) + h * d.stages * d.raw_bytes;
+  const uint32_t pm_s = smem_addr(reinterpret_cast<char*>(smem) + d.pm_off) + h * d.nb * d.pm_bytes;
+
+  const unsigned walker = G * blockIdx.x + h, step = G * gridDim.x;
+  const int own = walker < tiles ? static_cast<int>((tiles - 1 - walker) / step + 1) : 0;
+  struct At {
+    int img, g, o0, rows, ow0, ca, shift;
+  };
+  auto tile_at = [&](int k) {
+    unsigned t = walker + unsigned(k) * step;
+    At a;
+    const int strip = static_cast<int>(t % d.strips);
+    t /= d.strips;
+    const int band = static_cast<int>(t % d.bands);
+    t /= d.bands;
+    a.img = static_cast<int>(t % d.n);
+    a.g = static_cast<int>(t / d.n);
+    a.o0 = band * d.band;
+    a.rows = min(d.band, d.hout - a.o0);
+    a.ow0 = strip * kCols;
+    const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
+    a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
+    a.shift = c0 - a.ca;
+    return a;
+  };
+
+  if (wgi == 0) {
+    // Producer of consumer h: PT threads. The next stage to issue: tile ik, halo row ir of its hr.
+    const int pt = tid % PT;
+    const int nch = d.chunks * CH;  // channels a stage: the group's, padded to whole chunks
+    const int dch = PT / d.rpv, dcol = PT % d.rpv;
+    int ik = 0, ir = 0, hr = 0, ih0 = 0, ca = 0;
+    const T* x_tile = x;
+    auto issue = [&](int st) {
+      if (ik < own) {
+        if (ir == 0) {
+          const At a = tile_at(ik);
+          hr = a.rows + kKH - 1;
+          ih0 = a.o0 + d.ph - (kKH - 1);
+          ca = a.ca;
+          x_tile = x + (int64_t(a.img) * d.cin + int64_t(a.g) * d.cin_g) * d.hw_in;
+        }
+        const int ih = ih0 + ir;
+        const bool row_in = ih >= 0 && ih < d.hin;
+        const T* x_row = x_tile + int64_t(row_in ? ih : 0) * d.win;
+        const uint32_t dst0 = raw_s + st * d.raw_bytes;
+        // Copy j of the stage is (channel j / rpv, 16-byte column j % rpv); a thread's next is PT on.
+        for (int ch = pt / d.rpv, col = pt % d.rpv; ch < nch;) {
+          const int iw = ca + col * V;
+          const bool in = row_in && ch < d.cin_g && iw >= 0 && iw < d.win;
+          cp_async16_n(dst0 + static_cast<uint32_t>((ch * d.cpr + col * V) * sizeof(T)),
+                       in ? x_row + int64_t(ch) * d.hw_in + iw : x, in ? 16 : 0);
+          col += dcol;
+          ch += dch;
+          if (col >= d.rpv) {
+            col -= d.rpv;
+            ++ch;
+          }
+        }
+        if (++ir == hr) {
+          ir = 0;
+          ++ik;
+        }
+      }
+      cp_async_commit();
+    };
+    int ist = 0;
+    for (int s = 0; s + 1 < d.stages; ++s) {
+      issue(ist);
+      ist = ist + 1 == d.stages ? 0 : ist + 1;
+    }
+    int st = 0;
+    RingPos ring;
+    for (int k = 0; k < own; ++k) {
+      const int rows_k = tile_at(k).rows + kKH - 1;
+      for (int i = 0; i < rows_k; ++i) {
+        const int b = ring.b;
+        cp_wait_upto<3>(d.stages - 2);  // this thread's copies of this stage landed
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + h), "n"(PT) : "memory");  // every thread's; stage st - 1 done
+        issue(ist);
+        ist = ist + 1 == d.stages ? 0 : ist + 1;
+        mbar_wait(&empty[b], ring.parity() ^ 1);  // the consumers retired the row nb back (a fresh barrier passes 1)
+        const uint32_t src = raw_s + st * d.raw_bytes, dst = pm_s + b * d.pm_bytes;
+        if constexpr (Elem<T>::kHalf) {
+          // A warp 32 pixels x 8 channels a step: ldmatrix.trans reads 8 channels x 8 pixels four times (a lane the
+          // row of its matrix lane / 8, channel lane % 8), stmatrix writes 8 pixels x 8 channels back.
+          const int mi = lane >> 3, r = lane & 7, p32 = d.plane / 32, units = 2 * d.chunks * p32;
+          int cg = 0, qb = warp % PW;  // channel group (8 channels), 32-pixel block; p32 >= 3 > PW - 1
+          for (int u = warp % PW; u < units; u += PW) {
+            uint32_t v[4];
+            ldsm_x4_trans(v, src + 2u * static_cast<uint32_t>((8 * cg + r) * d.cpr + 32 * qb + 8 * mi));
+            stsm_x4(dst + 16u * static_cast<uint32_t>(cg * d.plane + 32 * qb + 8 * mi + r), v);
+            qb += PW;
+            if (qb >= p32) {
+              qb -= p32;
+              ++cg;
+            }
+          }
+        } else {
+          // A thread a (pixel, chunk): 8 channels gathered into two 16-byte rows (one a channel group), TF32-rounded;
+          // two at a time, their loads in flight together. Pixels past rp are never read.
+          const int units = d.chunks * d.rp;
+          int c = 0, q = pt;  // rp >= 64 >= PT: a step wraps at most once
+          auto addr = [&](int cc, int qq, int e) {
+            return src + 4u * static_cast<uint32_t>((cc * 8 + e) * d.cpr + qq);
+          };
+          auto put = [&](int cc, int qq, uint32_t (&v)[8]) {
+            const uint32_t t = dst + 16u * static_cast<uint32_t>(2 * cc * d.plane + qq);
+            sts128(t, v[0], v[1], v[2], v[3]);
+            sts128(t + 16u * d.plane, v[4], v[5], v[6], v[7]);
+          };
+          auto advance = [&] {
+            q += PT;
+            if (q >= d.rp) {
+              q -= d.rp;
+              ++c;
+            }
+          };
+          int u = pt;
+          for (; u + PT < units; u += 2 * PT) {
+            const int c1 = c, q1 = q;
+            advance();
+            uint32_t v[2][8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              v[0][e] = lds32(addr(c1, q1, e));
+              v[1][e] = lds32(addr(c, q, e));
+            }
+#pragma unroll
+            for (int e = 0; e < 16; ++e) v[e >> 3][e & 7] = tf32_round(__uint_as_float(v[e >> 3][e & 7]));
+            put(c1, q1, v[0]);
+            put(c, q, v[1]);
+            advance();
+          }
+          if (u < units) {
+            uint32_t v[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) v[e] = tf32_round(__uint_as_float(lds32(addr(c, q, e))));
+            put(c, q, v);
+          }
+        }
+        fence_proxy_async();  // this thread's st.shared, read next by wgmma
+        mbar_arrive(&full[b]);
+        st = st + 1 == d.stages ? 0 : st + 1;
+        ring.next(d.nb);
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+
+  // Consumer warpgroup h. acc[s] is output row i - s while halo row i's products run. wgmma names its accumulators
+  // as one contiguous register range, so the window cannot rotate by renaming (ptxas copied every permutation in and
+  // out of one range, a wait each): it shifts instead, once the row's products retired.
+  const int wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+  const uint32_t chunk_units = 2u * d.plane;  // a chunk's pixel-major bytes / 16
+  const uint32_t blk_units = 2u * kN;         // a (chunk, kernel column)'s packed weights / 16
+  float acc[kKH][16];
+  zero_acc(acc);
+  RingPos ring;
+  for (int k = 0; k < own; ++k) {
+    const At a = tile_at(k);
+    const int hr = a.rows + kKH - 1;
+    const uint32_t a_off = static_cast<uint32_t>(a.shift + (d.kw - 1) * d.dw);  // kernel column 0's first pixel
+    const uint32_t wlo = desc_lo(w_s + static_cast<uint32_t>(a.g * d.chunks * d.kw) * (32u * kN), 16 * kN);
+    const int taps = d.chunks * d.kw;  // wgmma a halo row
+    for (int i = 0; i < hr; ++i) {
+      const int b = ring.b;
+      mbar_wait(&full[b], ring.parity());
+      fence_acc(acc);
+      const uint32_t alo = desc_lo(pm_s + b * d.pm_bytes, 16 * d.plane) + a_off;
+      // One loop over (chunk, kernel column), entered once at least (chunks, kw >= 1): with a path around it the
+      // accumulators would meet in a second phi, whose copies ptxas finds inside the stage (C7515).
+      uint32_t a_desc = alo, w_desc = wlo;
+      int kw = 0, t = 0;
+      do {
+        wg::WgmmaSlots<Op, kKH>::run(acc[0], acc[1], acc[2], desc_of(a_desc), desc_of(w_desc));
+        w_desc += blk_units;
+        if (++kw == d.kw) {
+          kw = 0;
+          a_desc += chunk_units + (d.kw - 1) * d.dw;
+        } else {
+          a_desc -= d.dw;
+        }
+      } while (++t < taps);
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int s = 0; s < kKH; ++s) fence_regs(acc[s]);
+      if (lane == 0) mbar_arrive(&empty[b]);
+      ring.next(d.nb);
+      if (i >= kKH - 1) {  // output row i - 2 took its last products
+        store_rows_sw<T, 1, kCols, kSlot>(d, a.img, a.g, 0, a.o0 + i - (kKH - 1), a.ow0,
+                                          *reinterpret_cast<const float(*)[1][16]>(&acc[kKH - 1]), bias, y, pair, wq,
+                                          gq, tq);
+      }
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        acc[2][j] = acc[1][j];
+        acc[1][j] = acc[0][j];
+        acc[0][j] = 0.f;  // output row i + 1 starts with the next halo row
+      }
+    }
+  }
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+int round_up(int a, int b) { return (a + b - 1) / b * b; }
+
+// G consumer warpgroups, each with its rings of halo rows.
+DwinGeom geometry(const ConvTParams& p, int elem, int G, int smem_limit, int sms) {
+  const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
+  DwinGeom d{};
+  static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
+  d.chunks = (d.cin_g + CH - 1) / CH;
+  d.rp = round_up(V - 1 + kCols + (d.kw - 1) * d.dw, V);
+  d.rpv = d.rp / V;
+  d.plane = round_up(d.rp, elem == 2 ? 32 : 8);  // half types transpose 32-pixel blocks; fp32 whole core matrices
+  d.cpr = elem == 2 ? d.plane + 8 : d.rp;
+  d.raw_bytes = round_up(d.chunks * CH * d.cpr * elem, 128);
+  d.pm_bytes = d.chunks * 32 * d.plane;
+  d.w_bytes = static_cast<int>(std::min<int64_t>(int64_t(p.groups) * d.chunks * d.kw * 32 * kN, int64_t(1) << 30));
+  auto size = [&](int nb, int stages) { return kWOff + d.w_bytes + G * (stages * d.raw_bytes + nb * d.pm_bytes); };
+  // A deeper pixel-major ring first (the consumers' slack), then raw stages (a copy's latency).
+  constexpr int kDepths[][2] = {{4, 4}, {4, 3}, {3, 3}, {3, 2}, {2, 2}};
+  d.nb = 2;
+  d.stages = 2;
+  for (const auto& nd : kDepths) {
+    if (size(nd[0], nd[1]) <= smem_limit) {
+      d.nb = nd[0];
+      d.stages = nd[1];
+      break;
+    }
+  }
+  d.raw_off = kWOff + d.w_bytes;
+  d.pm_off = d.raw_off + G * d.stages * d.raw_bytes;
+  d.smem_bytes = size(d.nb, d.stages);
+  d.strips = (d.wout + kCols - 1) / kCols;
+  // Bands of nearly equal height: the count whose rounds of tiles over the G x SMs consumer warpgroups stream the
+  // fewest halo rows (each band streams its rows plus 2).
+  const int64_t across = int64_t(p.groups) * d.n * d.strips;
+  int64_t best = -1;
+  for (int bands = 1; bands <= std::min(d.hout, 256); ++bands) {
+    const int band = (d.hout + bands - 1) / bands;
+    if ((d.hout + band - 1) / band != bands) continue;  // the same band height as a smaller count
+    const int64_t tiles = across * bands, walkers = G * std::min<int64_t>(sms, (tiles + G - 1) / G);
+    const int64_t cost = (tiles + walkers - 1) / walkers * (band + kKH - 1);
+    if (best < 0 || cost < best) {
+      best = cost;
+      d.band = band;
+      d.bands = bands;
+    }
+  }
+  return d;
+}
+
+int sm_count(int dev) {
+  int sms = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+template <typename T, int G>
+void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, cudaStream_t stream) {
+  const int dev = x.get_device(), sms = sm_count(dev);
+  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), G, max_smem_optin(dev), sms);
+  const int64_t tiles = int64_t(p.groups) * d.n * d.bands * d.strips;
+  if (tiles == 0) return;
+  const int64_t words = d.w_bytes / 4;
+  at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
+  const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 4096));
+  dwin_pack_kernel<T><<<pack_blocks, 256, 0, stream>>>(
+      d, w.const_data_ptr<T>(), reinterpret_cast<uint32_t*>(packed.mutable_data_ptr<int>()), words);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  T* y = out.mutable_data_ptr<T>();
+  const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
+  auto kernel = convt_dwin_kernel<T, G>;
+  allow_dynamic_smem(kernel, d.smem_bytes);
+  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + G - 1) / G, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
+      d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
+      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void launch_consumers(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                      at::Tensor& out, int consumers, cudaStream_t stream) {
+  if (consumers == 3) {
+    launch_typed<T, 3>(p, x, w, b, out, stream);
+  } else {
+    launch_typed<T, 2>(p, x, w, b, out, stream);
+  }
+}
+
+}  // namespace
+
+int dwin_consumers(const ConvTParams& p, const at::Tensor& x, bool tf32, int consumers) {
+  const at::ScalarType dt = x.scalar_type();
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return 0;
+  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return 0;
+  if (consumers != 0 && consumers != 2 && consumers != 3) return 0;
+  const int elem = static_cast<int>(x.element_size()), V = 16 / elem;
+  const int64_t lim = int64_t(1) << 30;
+  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return 0;
+  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim) return 0;
+  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return 0;
+  const int dev = x.get_device();
+  if (!wg_available(dev)) return 0;
+  const int limit = max_smem_optin(dev), sms = sm_count(dev);
+  auto fits = [&](int g) {
+    const DwinGeom d = geometry(p, elem, g, limit, sms);
+    return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
+  };
+  if (consumers != 0) return fits(consumers) ? consumers : 0;
+  // The pick: three consumer warpgroups where each still gets three halo rows in flight, else two (more slack for
+  // each warpgroup's drain between rows against deeper rings).
+  const DwinGeom d3 = geometry(p, elem, 3, limit, sms);
+  if (d3.nb >= 3 && fits(3)) return 3;
+  return fits(2) ? 2 : 0;
+}
+
+void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                 int consumers, cudaStream_t stream) {
+  CONVT_CHECK(consumers == 2 || consumers == 3, "convt: the window kernel takes 2 or 3 consumer warpgroups, not ",
+              consumers);
+  switch (x.scalar_type()) {
+    case at::kFloat: launch_consumers<float>(p, x, w, b, out, consumers, stream); break;
+    case at::kHalf: launch_consumers<at::Half>(p, x, w, b, out, consumers, stream); break;
+    case at::kBFloat16: launch_consumers<at::BFloat16>(p, x, w, b, out, consumers, stream); break;
+    default: TORCH_CHECK(false, "convt: the window kernel takes float32 (as TF32), float16 and bfloat16");
+  }
+}
+
+}  // namespace convt
