@@ -100,9 +100,11 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (3, 20, 30, (3, 3), (50, 136), 1, 1, 0, 1, 1, torch.float16, "dwnp8", True),
     # the window kernel (v27, kernel rows as N, rolling output rows): TF32 on two consumer warpgroups with width
     # dilation, a channel tail past one chunk and a strip cut at the edge (more tiles than SMs); bf16 on three with
-    # groups, a chunk tail and an odd output width
+    # groups, a chunk tail and an odd output width; fp16 with four producer warps a consumer (two producer
+    # warpgroups), a chunk tail and width dilation
     (4, 20, 30, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwin2", True),
     (3, 40, 24, (3, 4), (70, 296), 1, (1, 1), 0, 1, 2, torch.bfloat16, "dwin3", True),
+    (3, 40, 24, (3, 5), (70, 296), 1, (1, 2), 0, (1, 2), 1, torch.float16, "dwinw", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

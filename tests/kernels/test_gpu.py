@@ -646,8 +646,8 @@ def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
 
 
 # The window kernel (v27, Hopper, stride 1, 3 kernel rows at height dilation 1, at most 32 output channels a group):
-# two consumer warpgroups of two producer warps each, or three of one; "dwin" is its pick.
-DWIN_ALGOS = ["dwin2", "dwin3", "dwin"]
+# two consumer warpgroups of two producer warps each, three of one, or two of four (dwinw); "dwin" is its pick.
+DWIN_ALGOS = ["dwin2", "dwin3", "dwinw", "dwin"]
 
 
 def dwin_smem_bytes(itemsize, cin_g, groups, kw, dw, consumers):
@@ -697,7 +697,7 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     limit = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    consumers = {"dwin2": 2, "dwin3": 3, "dwin": 2}[algo]  # dwin: its pick, at least the two-consumer fit
+    consumers = {"dwin2": 2, "dwin3": 3, "dwinw": 2, "dwin": 2}[algo]  # dwin: its pick, at least the two-consumer fit
     fits = dwin_smem_bytes(dtype.itemsize, cin_g, g, k[1], d[1], consumers) <= limit
     taken = path_taken(case, dtype)
     if precision in ("float64", "float32") or width % vec or d[0] != 1:
@@ -779,7 +779,7 @@ def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
                                   "dws4", "dws23", "dws13", "dwp4", "dws3", "dwp3", "dws4w", "dwp4w", "dwr4", "dwn8",
-                                  "dwnp8", "dwin", "dwin2", "dwin3", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t",
+                                  "dwnp8", "dwin", "dwin2", "dwin3", "dwinw", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t",
                                   "wgh", "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):

@@ -117,21 +117,22 @@ __global__ void dwin_pack_kernel(const DwinGeom d, const T* __restrict__ w, uint
   }
 }
 
-// G consumer warpgroups (2 or 3), each fed by its own PW producer warps (2 or 1; with 3 consumers the fourth producer
-// warp has nothing to do and leaves).
-template <typename T, int G>
-__global__ void __launch_bounds__((G + 1) * 128, 1)
+// G consumer warpgroups (2 or 3) after P producer warpgroups (1 or 2), each consumer fed by its own PW producer warps
+// (4 P / G; with 3 consumers of one producer warpgroup the fourth producer warp has nothing to do and leaves).
+template <typename T, int G, int P>
+__global__ void __launch_bounds__((G + P) * 128, 1)
     convt_dwin_kernel(const DwinGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                       const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(G == 2 || G == 3, "two consumer warpgroups of two producer warps each, or three of one");
-  constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (G + 1) * 128, PW = G == 2 ? 2 : 1, PT = 32 * PW;
+  static_assert(G == 2 || G == 3, "two or three consumer warpgroups");
+  static_assert(P == 1 || G == 2, "two producer warpgroups feed two consumers");
+  constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (G + P) * 128, PW = 4 * P / G, PT = 32 * PW;
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Warp-uniform to the compiler through a shuffle: descriptors built from it stay in uniform registers.
   const int wgi = __shfl_sync(0xffffffffu, warp >> 2, 0);
-  const int h = wgi == 0 ? warp / PW : wgi - 1;  // the consumer warpgroup this warp is or feeds
+  const int h = wgi < P ? warp / PW : wgi - P;  // the consumer warpgroup this warp is or feeds
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem);
   uint64_t* full = bars + h * kMaxNb;
   uint64_t* empty = bars + kMaxG * kMaxNb + h * kMaxNb;
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     return a;
   };
 
-  if (wgi == 0) {
+  if (wgi < P) {
     // Producer of consumer h: PT threads. The next stage to issue: tile ik, halo row ir of its hr.
     const int pt = tid % PT;
     const int nch = d.chunks * CH;  // channels a stage: the group's, padded to whole chunks
@@ -238,13 +239,17 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           // A warp 32 pixels x 8 channels a step: ldmatrix.trans reads 8 channels x 8 pixels four times (a lane the
           // row of its matrix lane / 8, channel lane % 8), stmatrix writes 8 pixels x 8 channels back.
           const int mi = lane >> 3, r = lane & 7, p32 = d.plane / 32, units = 2 * d.chunks * p32;
-          int cg = 0, qb = warp % PW;  // channel group (8 channels), 32-pixel block; p32 >= 3 > PW - 1
+          int cg = 0, qb = warp % PW;  // channel group (8 channels), 32-pixel block
+          while (qb >= p32) {
+            qb -= p32;
+            ++cg;
+          }
           for (int u = warp % PW; u < units; u += PW) {
             uint32_t v[4];
             ldsm_x4_trans(v, src + 2u * static_cast<uint32_t>((8 * cg + r) * d.cpr + 32 * qb + 8 * mi));
             stsm_x4(dst + 16u * static_cast<uint32_t>(cg * d.plane + 32 * qb + 8 * mi + r), v);
             qb += PW;
-            if (qb >= p32) {
+            while (qb >= p32) {
               qb -= p32;
               ++cg;
             }
@@ -253,7 +258,11 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
           // A thread a (pixel, chunk): 8 channels gathered into two 16-byte rows (one a channel group), TF32-rounded;
           // two at a time, their loads in flight together. Pixels past rp are never read.
           const int units = d.chunks * d.rp;
-          int c = 0, q = pt;  // rp >= 64 >= PT: a step wraps at most once
+          int c = 0, q = pt;
+          while (q >= d.rp) {
+            q -= d.rp;
+            ++c;
+          }
           auto addr = [&](int cc, int qq, int e) {
             return src + 4u * static_cast<uint32_t>((cc * 8 + e) * d.cpr + qq);
           };
@@ -262,9 +271,9 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
             sts128(t, v[0], v[1], v[2], v[3]);
             sts128(t + 16u * d.plane, v[4], v[5], v[6], v[7]);
           };
-          auto advance = [&] {
+          auto advance = [&] {  // rp >= 64: a step wraps at most twice
             q += PT;
-            if (q >= d.rp) {
+            while (q >= d.rp) {
               q -= d.rp;
               ++c;
             }
@@ -413,7 +422,7 @@ int sm_count(int dev) {
   return sms;
 }
 
-template <typename T, int G>
+template <typename T, int G, int P>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int dev = x.get_device(), sms = sm_count(dev);
@@ -428,59 +437,61 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwin_kernel<T, G>;
+  auto kernel = convt_dwin_kernel<T, G, P>;
   allow_dynamic_smem(kernel, d.smem_bytes);
-  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + G - 1) / G, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
+  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + G - 1) / G, sms)), (G + P) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T>
-void launch_consumers(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                      at::Tensor& out, int consumers, cudaStream_t stream) {
-  if (consumers == 3) {
-    launch_typed<T, 3>(p, x, w, b, out, stream);
+void launch_shape(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, DwinShape shape, cudaStream_t stream) {
+  if (shape.consumers == 3) {
+    launch_typed<T, 3, 1>(p, x, w, b, out, stream);
+  } else if (shape.producers == 2) {
+    launch_typed<T, 2, 2>(p, x, w, b, out, stream);
   } else {
-    launch_typed<T, 2>(p, x, w, b, out, stream);
+    launch_typed<T, 2, 1>(p, x, w, b, out, stream);
   }
+}
+
+bool shape_known(DwinShape s) {
+  return (s.consumers == 2 && (s.producers == 1 || s.producers == 2)) || (s.consumers == 3 && s.producers == 1);
 }
 
 }  // namespace
 
-int dwin_consumers(const ConvTParams& p, const at::Tensor& x, bool tf32, int consumers) {
+DwinShape dwin_shape(const ConvTParams& p, const at::Tensor& x, bool tf32, DwinShape want) {
   const at::ScalarType dt = x.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return 0;
-  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return 0;
-  if (consumers != 0 && consumers != 2 && consumers != 3) return 0;
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return {};
+  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return {};
+  if (want.consumers != 0 && !shape_known(want)) return {};
   const int elem = static_cast<int>(x.element_size()), V = 16 / elem;
   const int64_t lim = int64_t(1) << 30;
-  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return 0;
-  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim) return 0;
-  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return 0;
+  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return {};
+  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim) return {};
+  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return {};
   const int dev = x.get_device();
-  if (!wg_available(dev)) return 0;
+  if (!wg_available(dev)) return {};
   const int limit = max_smem_optin(dev), sms = sm_count(dev);
   auto fits = [&](int g) {
     const DwinGeom d = geometry(p, elem, g, limit, sms);
     return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
   };
-  if (consumers != 0) return fits(consumers) ? consumers : 0;
-  // The pick: three consumer warpgroups where each still gets three halo rows in flight, else two (more slack for
-  // each warpgroup's drain between rows against deeper rings).
-  const DwinGeom d3 = geometry(p, elem, 3, limit, sms);
-  if (d3.nb >= 3 && fits(3)) return 3;
-  return fits(2) ? 2 : 0;
+  if (want.consumers != 0) return fits(want.consumers) ? want : DwinShape{};
+  return fits(2) ? DwinShape{2, 1} : DwinShape{};
 }
 
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 int consumers, cudaStream_t stream) {
-  CONVT_CHECK(consumers == 2 || consumers == 3, "convt: the window kernel takes 2 or 3 consumer warpgroups, not ",
-              consumers);
+                 DwinShape shape, cudaStream_t stream) {
+  CONVT_CHECK(shape_known(shape), "convt: the window kernel takes 2 consumer warpgroups after 1 or 2 producer "
+              "warpgroups, or 3 after 1; not ", shape.consumers, " after ", shape.producers);
   switch (x.scalar_type()) {
-    case at::kFloat: launch_consumers<float>(p, x, w, b, out, consumers, stream); break;
-    case at::kHalf: launch_consumers<at::Half>(p, x, w, b, out, consumers, stream); break;
-    case at::kBFloat16: launch_consumers<at::BFloat16>(p, x, w, b, out, consumers, stream); break;
+    case at::kFloat: launch_shape<float>(p, x, w, b, out, shape, stream); break;
+    case at::kHalf: launch_shape<at::Half>(p, x, w, b, out, shape, stream); break;
+    case at::kBFloat16: launch_shape<at::BFloat16>(p, x, w, b, out, shape, stream); break;
     default: TORCH_CHECK(false, "convt: the window kernel takes float32 (as TF32), float16 and bfloat16");
   }
 }
