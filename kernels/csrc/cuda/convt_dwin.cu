@@ -182,7 +182,12 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
     // Producer of consumer h: PT threads. The next stage to issue: tile ik, halo row ir of its hr.
     const int pt = tid % PT;
     const int nch = d.chunks * CH;  // channels a stage: the group's, padded to whole chunks
-    const int dch = PT / d.rpv, dcol = PT % d.rpv;
+    // Copies: a thread takes 16-byte column cl, cl + cstep, ... of channels cr, cr + crow, ... (where a row's copies
+    // fit the threads, one column of every crow-th channel): a copy is a pointer step, not a (channel, column) pair
+    // recomputed from a flat index (ncu of the first form: ~40 instructions a copy, 16% of the kernel's).
+    const int cstep = min(PT, d.rpv), crow = PT / cstep, cl = pt % cstep, cr = pt / cstep;
+    const int64_t chan_step = int64_t(crow) * d.hw_in;
+    const uint32_t dst_step = static_cast<uint32_t>(crow * d.cpr * sizeof(T));
     int ik = 0, ir = 0, hr = 0, ih0 = 0, ca = 0;
     const T* x_tile = x;
     auto issue = [&](int st) {
@@ -196,19 +201,18 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
         }
         const int ih = ih0 + ir;
         const bool row_in = ih >= 0 && ih < d.hin;
-        const T* x_row = x_tile + int64_t(row_in ? ih : 0) * d.win;
-        const uint32_t dst0 = raw_s + st * d.raw_bytes;
-        // Copy j of the stage is (channel j / rpv, 16-byte column j % rpv); a thread's next is PT on.
-        for (int ch = pt / d.rpv, col = pt % d.rpv; ch < nch;) {
-          const int iw = ca + col * V;
-          const bool in = row_in && ch < d.cin_g && iw >= 0 && iw < d.win;
-          cp_async16_n(dst0 + static_cast<uint32_t>((ch * d.cpr + col * V) * sizeof(T)),
-                       in ? x_row + int64_t(ch) * d.hw_in + iw : x, in ? 16 : 0);
-          col += dcol;
-          ch += dch;
-          if (col >= d.rpv) {
-            col -= d.rpv;
-            ++ch;
+        if (cr < crow) {
+          const T* x_row = x_tile + int64_t(cr) * d.hw_in + int64_t(row_in ? ih : 0) * d.win + ca;
+          const uint32_t dst_row = raw_s + st * d.raw_bytes + static_cast<uint32_t>(cr * d.cpr * sizeof(T));
+          for (int col = cl; col < d.rpv; col += cstep) {
+            const int iw = ca + col * V;
+            const bool col_in = row_in && iw >= 0 && iw < d.win;
+            const T* src = x_row + col * V;
+            uint32_t dst = dst_row + static_cast<uint32_t>(col * V * sizeof(T));
+            for (int ch = cr; ch < nch; ch += crow, src += chan_step, dst += dst_step) {
+              const bool in = col_in && ch < d.cin_g;
+              cp_async16_n(dst, in ? src : x, in ? 16 : 0);
+            }
           }
         }
         if (++ir == hr) {
@@ -481,7 +485,9 @@ DwinShape dwin_shape(const ConvTParams& p, const at::Tensor& x, bool tf32, DwinS
     return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
   };
   if (want.consumers != 0) return fits(want.consumers) ? want : DwinShape{};
-  return fits(2) ? DwinShape{2, 1} : DwinShape{};
+  // Two consumers fed by both producer warpgroups: the producer's transposes set the pace at 2 warps a consumer (ncu
+  // of dwin2 on kb71: consumers waiting on full[] a fifth of their samples); 3 consumers of 1 warp each were slower.
+  return fits(2) ? DwinShape{2, 2} : DwinShape{};
 }
 
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
