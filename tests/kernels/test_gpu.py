@@ -645,28 +645,26 @@ def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
     check_cuda(case, precision, seed * 7919 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
 
 
-# The window kernel (v27, Hopper, stride 1, 3 kernel rows at height dilation 1, at most 32 output channels a group):
-# two consumer warpgroups of two producer warps each, three of one, or two of four (dwinw); "dwin" is its pick.
-DWIN_ALGOS = ["dwin2", "dwin3", "dwinw", "dwin"]
+# The window kernel (v27, Hopper, stride 1, 3 kernel rows at height dilation 1, at most 32 output channels a group).
 
 
-def dwin_smem_bytes(itemsize, cin_g, groups, kw, dw, consumers):
+def dwin_smem_bytes(itemsize, cin_g, groups, kw, dw):
     """The window kernel's smallest shared memory (convt_dwin.cu's geometry): the mbarriers, every group's weights
-    (3 kernel rows x 32 channels x 8 k-words a chunk and kernel column) and two raw and two pixel-major halo rows a
-    consumer warpgroup."""
+    (3 kernel rows x 32 channels x 8 k-words a chunk and kernel column) and two raw and two pixel-major halo rows for
+    each of its two consumer warpgroups."""
     up = lambda a, b: -(-a // b) * b  # noqa: E731
     vec, ch = 16 // itemsize, (16 if itemsize == 2 else 8)
     chunks = -(-cin_g // ch)
     rp = up(vec - 1 + 64 + (kw - 1) * dw, vec)
     plane = up(rp, 32 if itemsize == 2 else 8)
     raw = up(chunks * ch * (plane + 8 if itemsize == 2 else rp) * itemsize, 128)
-    return 256 + groups * chunks * kw * 32 * 96 + consumers * 2 * (raw + chunks * 32 * plane)
+    return 128 + groups * chunks * kw * 32 * 96 + 2 * 2 * (raw + chunks * 32 * plane)
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
-@pytest.mark.parametrize("i", range(48))
+@pytest.mark.parametrize("i", range(40))
 def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
-    """Random stride-1 problems with 3 kernel rows forced onto the window kernel, each consumer count in turn: kernel
+    """Random stride-1 problems with 3 kernel rows forced onto the window kernel: kernel
     widths 1-7 with width dilation 1 and 2, halos past every edge (padding up to the kernel's extent), output padding,
     one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
     groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
@@ -676,8 +674,7 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
         pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
-    algo = DWIN_ALGOS[i % len(DWIN_ALGOS)]
-    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
     rng = random.Random(seed * 52361 + i)
     dtype = TORCH_DTYPE[precision]
     vec = 16 // dtype.itemsize
@@ -697,21 +694,19 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     limit = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
-    consumers = {"dwin2": 2, "dwin3": 3, "dwinw": 2, "dwin": 2}[algo]  # dwin: its pick, at least the two-consumer fit
-    fits = dwin_smem_bytes(dtype.itemsize, cin_g, g, k[1], d[1], consumers) <= limit
+    fits = dwin_smem_bytes(dtype.itemsize, cin_g, g, k[1], d[1]) <= limit
     taken = path_taken(case, dtype)
     if precision in ("float64", "float32") or width % vec or d[0] != 1:
         assert taken != "dwin", f"the window kernel took a problem it cannot: {case}"
     elif fits:
         assert taken == "dwin", f"not on the window kernel: {case}"
-    elif algo != "dwin":
+    else:
         assert taken != "dwin", f"a window kernel over {limit} bytes of shared memory ran: {case}"
     check_cuda(case, precision, seed * 52361 + i, out_offset=rng.choice([0, 1]))
 
 
 @pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
-@pytest.mark.parametrize("algo", DWIN_ALGOS)
-def test_dwin_persistent_cuda(seed, precision, algo, monkeypatch):
+def test_dwin_persistent_cuda(seed, precision, monkeypatch):
     """The window kernel on problems of many more tiles than consumer warpgroups, so that each walks several bands
     and strips (its producer streaming the next tile's rows while the consumer stores this one's last): a band cut at
     the bottom, a strip cut at the edge, two chunks with a tail, width dilation, padding, bias, outputs off
@@ -720,8 +715,8 @@ def test_dwin_persistent_cuda(seed, precision, algo, monkeypatch):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
         pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
-    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
-    rng = random.Random(seed * 7907 + DWIN_ALGOS.index(algo))
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
+    rng = random.Random(seed * 7907)
     case = Case(3, 40, 30, (3, 5), (rng.randint(150, 250), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2),
                 1, True, False)
     assert path_taken(case, TORCH_DTYPE[precision]) == "dwin", f"not on the window kernel: {case}"
@@ -779,8 +774,8 @@ def test_strip_persistent_cuda(seed, precision, algo, monkeypatch):
 @pytest.mark.parametrize("precision", ["float32", "float32-tf32"], indirect=True)
 @pytest.mark.parametrize("algo", ["auto", "ffma", "strip", "dense", "dense4w", "dwg", "dwg4", "dwg23", "dwg24", "dws",
                                   "dws4", "dws23", "dws13", "dwp4", "dws3", "dwp3", "dws4w", "dwp4w", "dwr4", "dwn8",
-                                  "dwnp8", "dwin", "dwin2", "dwin3", "dwinw", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t",
-                                  "wgh", "wgh64s"])
+                                  "dwnp8", "dwin", "tc32", "tc64", "tc128", "wg", "wg64", "wg128t", "wgh",
+                                  "wgh64s"])
 @pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
     """Each problem at its current size, fresh random inputs, against float64, on every path."""
@@ -800,7 +795,7 @@ def test_kernelbench_problem(pid, seed, precision, algo, monkeypatch):
         if (algo.startswith("dw") and precision == "float32-tf32" and s == (1, 1)
                 and torch.cuda.get_device_capability() == (9, 0)):
             # the window kernel takes 3 kernel rows at 32 output channels or fewer (kb71, kb78); dwg the rest
-            want = "dwin" if algo.startswith("dwin") and k[0] == 3 and cout // g <= 32 else "dwg"
+            want = "dwin" if algo == "dwin" and k[0] == 3 and cout // g <= 32 else "dwg"
             assert torch.ops.convt.cuda_path(x, w, s, p, op, g, d) == want, f"problem {pid} {algo}: fell back"
         out = torch.full((n, cout, *kernels.ops.output_size(hw, k, s, p, op, d)), float("nan"), device="cuda")
         conv_transpose2d_out(x, w, None, s, p, op, g, d, out=out)

@@ -217,10 +217,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // its ping-pong form: 88 pads the output widths 518 and 260 2% where 64 pads them 11% and 23%); dwn8, dwnp8 (v24:
 // the same with channels as N, 32 a tile, and pixels as M, 8 rows x 64 columns a consumer warpgroup; p: in
 // ping-pong); dws4w, dwp4w (dws3 and dwp3 at 4 rows x 88 columns: the consumers take registers from the
-// producer); dwr4 (dwp4 with each tap's weights as wgmma's A from registers); dwin, dwin2, dwin3 (v27, the window
-// kernel: 3 kernel rows at 32 output channels or fewer, the rows side by side in wgmma's N and output rows rolling
-// down a 64-column strip; 2 consumer warpgroups with 2 producer warps each, 3 with 1, w: 2 with 4; dwin its pick;
-// falls back to dwg's pick);
+// producer); dwr4 (dwp4 with each tap's weights as wgmma's A from registers); dwin (v27, the window kernel: 3
+// kernel rows at 32 output channels or fewer, the rows side by side in wgmma's N and output rows rolling down a
+// 64-column strip; falls back to dwg's pick);
 // strip, strip4, strip16, strip32 (the path that writes whole output rows, its channel tile; products on tensor
 // cores in TF32 and half types, else FFMA), stripf (the same on FFMA in every precision); tc (tile by heuristic), tc32, tc64, tc128; wg (tile by heuristic), wg32,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
@@ -243,7 +242,6 @@ struct Algo {
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
   int cells = 0;          // the cells kernel's k-steps a chunk; 0: its pick
   bool strip_ffma = false;  // the strip kernel's products on FFMA even where tensor cores are allowed
-  DwinShape dwin;           // the window kernel's consumer and producer warpgroups a block; 0s: its pick
 };
 
 struct Forced {
@@ -299,9 +297,6 @@ constexpr Forced kForced[] = {
     {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},
     {"dwnp8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, true, 32}}},
     {"dwin", {Path::kDwin}},
-    {"dwin2", {Path::kDwin, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, {2, 1}}},
-    {"dwin3", {Path::kDwin, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, {3, 1}}},
-    {"dwinw", {Path::kDwin, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, {2, 2}}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip16", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 16}},
@@ -358,15 +353,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kStrip && !strip_supports(p, dtype, a.strip)) a.path = Path::kFfma;
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
       if (a.path == Path::kCells && !cells_supports(p, x)) a.path = Path::kFfma;
-      if (a.path == Path::kDwin) {
-        a.dwin = dwin_shape(p, x, tf32, a.dwin);
-        if (a.dwin.consumers == 0) a.path = Path::kDwg;
-      }
+      if (a.path == Path::kDwin && !dwin_supports(p, x, tf32)) a.path = Path::kDwg;
       if (a.path == Path::kDwg && !dwg_supports(p, x, tf32, a.dwg)) a.path = Path::kDense;
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, dwin2, dwin3, dwinw, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -478,13 +470,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     // v27: at 32 output channels or fewer with 3 kernel rows (kb71, kb78), the window kernel: the kernel rows side by
     // side in wgmma's N, so a halo row is read once for the three output rows it feeds (channels as N read it once a
     // kernel row, at 192 bytes of shared memory a cycle).
-    if (narrow) {
-      if (const DwinShape shape = dwin_shape(p, x, tf32); shape.consumers != 0) {
-        Algo a{Path::kDwin};
-        a.dwin = shape;
-        return a;
-      }
-    }
+    if (narrow && dwin_supports(p, x, tf32)) return {Path::kDwin};
     const bool half = dtype != at::kFloat;
     const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
     auto padded = [&](int cols) {
@@ -569,7 +555,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
-    case Path::kDwin: launch_dwin(p, x, w, b, out, algo.dwin, stream); break;
+    case Path::kDwin: launch_dwin(p, x, w, b, out, stream); break;
     case Path::kStrip:
       launch_strip(p, x, w, b, out, algo.strip, strip_on_mma(algo, p, x.scalar_type(), tf32), stream);
       break;

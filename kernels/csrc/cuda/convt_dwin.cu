@@ -2,10 +2,9 @@
 // output row: 2 KB of halo and 1 KB of weights read from shared memory for 16 cycles of tensor work, 192 bytes a
 // cycle against the SM's 128, so shared memory set their pace. Here N is the three kernel rows' weights side by side
 // (96 = 3 slots x 32 channels): one m64n96k8 reads the halo row's 64 pixels once (2 KB) with 3 KB of weights for 48
-// cycles of products, 107 bytes a cycle. Slot s of halo row i is the partial sum of output row i - s, so each slot's
-// accumulators are that output row's: wgmma names its 48 registers one by one, and the three are rows of a window of
-// four that rolls down the strip (unrolled by four, so every register is named at compile time). An output row is
-// whole after the third halo row that feeds it, and is stored while the next halo row's products run.
+// cycles of products, 107 bytes a cycle. Slot s of halo row i is the partial sum of output row i - s, so the
+// instruction's 48 accumulators are three output rows: once a halo row's products retired, the row in slot 2 is whole
+// and stored, and the window shifts down (slot 2 <- 1 <- 0 <- zeros).
 //
 // A block is one producer warpgroup and two consumer warpgroups, in two independent halves: producer warps 2h, 2h + 1
 // feed consumer warpgroup h through a ring of `nb` pixel-major halo rows (mbarriers full/empty), from a ring of
@@ -44,7 +43,9 @@ constexpr int kSlot = 32;        // output channels a slot
 constexpr int kN = kKH * kSlot;  // wgmma's N
 constexpr int kCols = 64;        // output columns a strip: wgmma's M
 constexpr int kMaxNb = 4;
-constexpr int kMaxG = 3;
+constexpr int kG = 2;   // consumer warpgroups a block
+constexpr int kPW = 2;  // producer warps a consumer: the producer warpgroup split in two
+constexpr int kPT = 32 * kPW;
 
 struct DwinGeom : StrideOneDims {
   int chunks;              // input-channel chunks a group: one wgmma k-step each (8 fp32, 16 half)
@@ -58,7 +59,7 @@ struct DwinGeom : StrideOneDims {
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
   int smem_bytes;
 };
-constexpr int kWOff = 256;  // after the mbarriers: full[kMaxG][kMaxNb], empty[kMaxG][kMaxNb]
+constexpr int kWOff = 128;  // after the mbarriers: full[kG][kMaxNb], empty[kG][kMaxNb]
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // wgmma.fence with every accumulator bound to it: the window's moves (below) land before it, never inside the
@@ -117,29 +118,25 @@ __global__ void dwin_pack_kernel(const DwinGeom d, const T* __restrict__ w, uint
   }
 }
 
-// G consumer warpgroups (2 or 3) after P producer warpgroups (1 or 2), each consumer fed by its own PW producer warps
-// (4 P / G; with 3 consumers of one producer warpgroup the fourth producer warp has nothing to do and leaves).
-template <typename T, int G, int P>
-__global__ void __launch_bounds__((G + P) * 128, 1)
+template <typename T>
+__global__ void __launch_bounds__((kG + 1) * 128, 1)
     convt_dwin_kernel(const DwinGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
                       const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(G == 2 || G == 3, "two or three consumer warpgroups");
-  static_assert(P == 1 || G == 2, "two producer warpgroups feed two consumers");
-  constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (G + P) * 128, PW = 4 * P / G, PT = 32 * PW;
+  constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (kG + 1) * 128;
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) uint32_t smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Warp-uniform to the compiler through a shuffle: descriptors built from it stay in uniform registers.
   const int wgi = __shfl_sync(0xffffffffu, warp >> 2, 0);
-  const int h = wgi < P ? warp / PW : wgi - P;  // the consumer warpgroup this warp is or feeds
+  const int h = wgi == 0 ? warp / kPW : wgi - 1;  // the consumer warpgroup this warp is or feeds
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem);
   uint64_t* full = bars + h * kMaxNb;
-  uint64_t* empty = bars + kMaxG * kMaxNb + h * kMaxNb;
+  uint64_t* empty = bars + kG * kMaxNb + h * kMaxNb;
   if (tid == 0) {
-    for (int b = 0; b < G * kMaxNb; ++b) {
-      mbar_init(bars + b, PT);                   // full: the producer warps' threads
-      mbar_init(bars + kMaxG * kMaxNb + b, 4);  // empty: the consumer warpgroup's warps
+    for (int b = 0; b < kG * kMaxNb; ++b) {
+      mbar_init(bars + b, kPT);               // full: the producer warps' threads
+      mbar_init(bars + kG * kMaxNb + b, 4);  // empty: the consumer warpgroup's warps
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -150,12 +147,11 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
     fence_proxy_async();
   }
   __syncthreads();
-  if (h >= G) return;  // the idle producer warp
   const uint32_t w_s = smem_addr(reinterpret_cast<char*>(smem) + kWOff);
   const uint32_t raw_s = smem_addr(reinterpret_cast<char*>(smem) + d.raw_off) + h * d.stages * d.raw_bytes;
   const uint32_t pm_s = smem_addr(reinterpret_cast<char*>(smem) + d.pm_off) + h * d.nb * d.pm_bytes;
 
-  const unsigned walker = G * blockIdx.x + h, step = G * gridDim.x;
+  const unsigned walker = kG * blockIdx.x + h, step = kG * gridDim.x;
   const int own = walker < tiles ? static_cast<int>((tiles - 1 - walker) / step + 1) : 0;
   struct At {
     int img, g, o0, rows, ow0, ca, shift;
@@ -178,14 +174,14 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
     return a;
   };
 
-  if (wgi < P) {
-    // Producer of consumer h: PT threads. The next stage to issue: tile ik, halo row ir of its hr.
-    const int pt = tid % PT;
+  if (wgi == 0) {
+    // Producer of consumer h: kPT threads. The next stage to issue: tile ik, halo row ir of its hr.
+    const int pt = tid % kPT;
     const int nch = d.chunks * CH;  // channels a stage: the group's, padded to whole chunks
     // Copies: a thread takes 16-byte column cl, cl + cstep, ... of channels cr, cr + crow, ... (where a row's copies
     // fit the threads, one column of every crow-th channel): a copy is a pointer step, not a (channel, column) pair
     // recomputed from a flat index (ncu of the first form: ~40 instructions a copy, 16% of the kernel's).
-    const int cstep = min(PT, d.rpv), crow = PT / cstep, cl = pt % cstep, cr = pt / cstep;
+    const int cstep = min(kPT, d.rpv), crow = kPT / cstep, cl = pt % cstep, cr = pt / cstep;
     const int64_t chan_step = int64_t(crow) * d.hw_in;
     const uint32_t dst_step = static_cast<uint32_t>(crow * d.cpr * sizeof(T));
     int ik = 0, ir = 0, hr = 0, ih0 = 0, ca = 0;
@@ -234,7 +230,7 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
       for (int i = 0; i < rows_k; ++i) {
         const int b = ring.b;
         cp_wait_upto<3>(d.stages - 2);  // this thread's copies of this stage landed
-        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + h), "n"(PT) : "memory");  // every thread's; stage st - 1 done
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + h), "n"(kPT) : "memory");  // every thread's; stage st - 1 done
         issue(ist);
         ist = ist + 1 == d.stages ? 0 : ist + 1;
         mbar_wait(&empty[b], ring.parity() ^ 1);  // the consumers retired the row nb back (a fresh barrier passes 1)
@@ -243,17 +239,13 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
           // A warp 32 pixels x 8 channels a step: ldmatrix.trans reads 8 channels x 8 pixels four times (a lane the
           // row of its matrix lane / 8, channel lane % 8), stmatrix writes 8 pixels x 8 channels back.
           const int mi = lane >> 3, r = lane & 7, p32 = d.plane / 32, units = 2 * d.chunks * p32;
-          int cg = 0, qb = warp % PW;  // channel group (8 channels), 32-pixel block
-          while (qb >= p32) {
-            qb -= p32;
-            ++cg;
-          }
-          for (int u = warp % PW; u < units; u += PW) {
+          int cg = 0, qb = warp % kPW;  // channel group (8 channels), 32-pixel block; p32 >= 3 > kPW
+          for (int u = warp % kPW; u < units; u += kPW) {
             uint32_t v[4];
             ldsm_x4_trans(v, src + 2u * static_cast<uint32_t>((8 * cg + r) * d.cpr + 32 * qb + 8 * mi));
             stsm_x4(dst + 16u * static_cast<uint32_t>(cg * d.plane + 32 * qb + 8 * mi + r), v);
-            qb += PW;
-            while (qb >= p32) {
+            qb += kPW;
+            if (qb >= p32) {
               qb -= p32;
               ++cg;
             }
@@ -262,11 +254,7 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
           // A thread a (pixel, chunk): 8 channels gathered into two 16-byte rows (one a channel group), TF32-rounded;
           // two at a time, their loads in flight together. Pixels past rp are never read.
           const int units = d.chunks * d.rp;
-          int c = 0, q = pt;
-          while (q >= d.rp) {
-            q -= d.rp;
-            ++c;
-          }
+          int c = 0, q = pt;  // rp >= 64 = kPT: a step wraps at most once
           auto addr = [&](int cc, int qq, int e) {
             return src + 4u * static_cast<uint32_t>((cc * 8 + e) * d.cpr + qq);
           };
@@ -275,15 +263,15 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
             sts128(t, v[0], v[1], v[2], v[3]);
             sts128(t + 16u * d.plane, v[4], v[5], v[6], v[7]);
           };
-          auto advance = [&] {  // rp >= 64: a step wraps at most twice
-            q += PT;
-            while (q >= d.rp) {
+          auto advance = [&] {
+            q += kPT;
+            if (q >= d.rp) {
               q -= d.rp;
               ++c;
             }
           };
           int u = pt;
-          for (; u + PT < units; u += 2 * PT) {
+          for (; u + kPT < units; u += 2 * kPT) {
             const int c1 = c, q1 = q;
             advance();
             uint32_t v[2][8];
@@ -373,8 +361,7 @@ __global__ void __launch_bounds__((G + P) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-// G consumer warpgroups, each with its rings of halo rows.
-DwinGeom geometry(const ConvTParams& p, int elem, int G, int smem_limit, int sms) {
+DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
   DwinGeom d{};
   static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
@@ -386,7 +373,7 @@ DwinGeom geometry(const ConvTParams& p, int elem, int G, int smem_limit, int sms
   d.raw_bytes = round_up(d.chunks * CH * d.cpr * elem, 128);
   d.pm_bytes = d.chunks * 32 * d.plane;
   d.w_bytes = static_cast<int>(std::min<int64_t>(int64_t(p.groups) * d.chunks * d.kw * 32 * kN, int64_t(1) << 30));
-  auto size = [&](int nb, int stages) { return kWOff + d.w_bytes + G * (stages * d.raw_bytes + nb * d.pm_bytes); };
+  auto size = [&](int nb, int stages) { return kWOff + d.w_bytes + kG * (stages * d.raw_bytes + nb * d.pm_bytes); };
   // A deeper pixel-major ring first (the consumers' slack), then raw stages (a copy's latency).
   constexpr int kDepths[][2] = {{4, 4}, {4, 3}, {3, 3}, {3, 2}, {2, 2}};
   d.nb = 2;
@@ -399,17 +386,17 @@ DwinGeom geometry(const ConvTParams& p, int elem, int G, int smem_limit, int sms
     }
   }
   d.raw_off = kWOff + d.w_bytes;
-  d.pm_off = d.raw_off + G * d.stages * d.raw_bytes;
+  d.pm_off = d.raw_off + kG * d.stages * d.raw_bytes;
   d.smem_bytes = size(d.nb, d.stages);
   d.strips = (d.wout + kCols - 1) / kCols;
-  // Bands of nearly equal height: the count whose rounds of tiles over the G x SMs consumer warpgroups stream the
+  // Bands of nearly equal height: the count whose rounds of tiles over the 2 x SMs consumer warpgroups stream the
   // fewest halo rows (each band streams its rows plus 2).
   const int64_t across = int64_t(p.groups) * d.n * d.strips;
   int64_t best = -1;
   for (int bands = 1; bands <= std::min(d.hout, 256); ++bands) {
     const int band = (d.hout + bands - 1) / bands;
     if ((d.hout + band - 1) / band != bands) continue;  // the same band height as a smaller count
-    const int64_t tiles = across * bands, walkers = G * std::min<int64_t>(sms, (tiles + G - 1) / G);
+    const int64_t tiles = across * bands, walkers = kG * std::min<int64_t>(sms, (tiles + kG - 1) / kG);
     const int64_t cost = (tiles + walkers - 1) / walkers * (band + kKH - 1);
     if (best < 0 || cost < best) {
       best = cost;
@@ -426,11 +413,11 @@ int sm_count(int dev) {
   return sms;
 }
 
-template <typename T, int G, int P>
+template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int dev = x.get_device(), sms = sm_count(dev);
-  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), G, max_smem_optin(dev), sms);
+  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms);
   const int64_t tiles = int64_t(p.groups) * d.n * d.bands * d.strips;
   if (tiles == 0) return;
   const int64_t words = d.w_bytes / 4;
@@ -441,63 +428,39 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwin_kernel<T, G, P>;
+  auto kernel = convt_dwin_kernel<T>;
   allow_dynamic_smem(kernel, d.smem_bytes);
-  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + G - 1) / G, sms)), (G + P) * 128, d.smem_bytes, stream>>>(
+  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename T>
-void launch_shape(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, DwinShape shape, cudaStream_t stream) {
-  if (shape.consumers == 3) {
-    launch_typed<T, 3, 1>(p, x, w, b, out, stream);
-  } else if (shape.producers == 2) {
-    launch_typed<T, 2, 2>(p, x, w, b, out, stream);
-  } else {
-    launch_typed<T, 2, 1>(p, x, w, b, out, stream);
-  }
-}
-
-bool shape_known(DwinShape s) {
-  return (s.consumers == 2 && (s.producers == 1 || s.producers == 2)) || (s.consumers == 3 && s.producers == 1);
-}
-
 }  // namespace
 
-DwinShape dwin_shape(const ConvTParams& p, const at::Tensor& x, bool tf32, DwinShape want) {
+bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return {};
-  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return {};
-  if (want.consumers != 0 && !shape_known(want)) return {};
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
+  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return false;
   const int elem = static_cast<int>(x.element_size()), V = 16 / elem;
   const int64_t lim = int64_t(1) << 30;
-  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return {};
-  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim) return {};
-  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return {};
+  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return false;
+  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim)
+    return false;
+  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
   const int dev = x.get_device();
-  if (!wg_available(dev)) return {};
-  const int limit = max_smem_optin(dev), sms = sm_count(dev);
-  auto fits = [&](int g) {
-    const DwinGeom d = geometry(p, elem, g, limit, sms);
-    return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
-  };
-  if (want.consumers != 0) return fits(want.consumers) ? want : DwinShape{};
-  // Two consumers fed by both producer warpgroups: the producer's transposes set the pace at 2 warps a consumer (ncu
-  // of dwin2 on kb71: consumers waiting on full[] a fifth of their samples); 3 consumers of 1 warp each were slower.
-  return fits(2) ? DwinShape{2, 2} : DwinShape{};
+  if (!wg_available(dev)) return false;
+  const int limit = max_smem_optin(dev);
+  const DwinGeom d = geometry(p, elem, limit, sm_count(dev));
+  return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
 }
 
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 DwinShape shape, cudaStream_t stream) {
-  CONVT_CHECK(shape_known(shape), "convt: the window kernel takes 2 consumer warpgroups after 1 or 2 producer "
-              "warpgroups, or 3 after 1; not ", shape.consumers, " after ", shape.producers);
+                 cudaStream_t stream) {
   switch (x.scalar_type()) {
-    case at::kFloat: launch_shape<float>(p, x, w, b, out, shape, stream); break;
-    case at::kHalf: launch_shape<at::Half>(p, x, w, b, out, shape, stream); break;
-    case at::kBFloat16: launch_shape<at::BFloat16>(p, x, w, b, out, shape, stream); break;
+    case at::kFloat: launch_typed<float>(p, x, w, b, out, stream); break;
+    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, stream); break;
     default: TORCH_CHECK(false, "convt: the window kernel takes float32 (as TF32), float16 and bfloat16");
   }
 }

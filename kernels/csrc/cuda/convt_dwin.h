@@ -12,20 +12,12 @@
 
 namespace convt {
 
-// Warpgroups a block: consumers (each walking its own strips) and the producers that feed them. {2, 1} (dwin2: two
-// producer warps a consumer), {3, 1} (dwin3: one), {2, 2} (dwinw: four); {0, 0}: the kernel's pick.
-struct DwinShape {
-  int consumers = 0;
-  int producers = 0;
-};
-
 // fp32 as TF32, fp16, bf16; stride 1; kernel height 3 at height dilation 1; at most 32 output channels a group;
 // input rows in whole 16-byte copies and a 16-byte-aligned input; every group's weights resident in shared memory
 // beside two or more stages of halo rows for each consumer warpgroup; a device whose loaded cubin has sm_90a
-// features. Returns the shape that runs (`want`, or the pick where want is {0, 0}), or {0, 0} where the problem or
-// device is not the kernel's.
-DwinShape dwin_shape(const ConvTParams& p, const at::Tensor& x, bool tf32, DwinShape want = {});
+// features.
+bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 DwinShape shape, cudaStream_t stream);
+                 cudaStream_t stream);
 
 }  // namespace convt
