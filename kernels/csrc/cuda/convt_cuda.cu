@@ -469,8 +469,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {
     // v27: at 32 output channels or fewer with 3 kernel rows (kb71, kb78), the window kernel: the kernel rows side by
     // side in wgmma's N, so a halo row is read once for the three output rows it feeds (channels as N read it once a
-    // kernel row, at 192 bytes of shared memory a cycle).
-    if (narrow && dwin_supports(p, x, tf32)) return {Path::kDwin};
+    // kernel row, at 192 bytes of shared memory a cycle). GPU time alone (bench.gpu_time, session 34, us, against
+    // dwn8/dwnp8): kb78 TF32 642-646 against 894-924 (H100 and H200), fp16 422-425 against 508-514; kb71 fp16 346-361
+    // against 364-395. kb71 in TF32 keeps dwnp8 (below): on the H100 the window kernel tied or lost there (576 and 659
+    // against 576 and 577, in two calls), and in bench.run's back-to-back calls it ran 13-18% over its GPU time alone,
+    // where it won on the H200 (479 against 553).
+    if (narrow && (dtype != at::kFloat || p.KH * p.KW >= 15) && dwin_supports(p, x, tf32)) return {Path::kDwin};
     const bool half = dtype != at::kFloat;
     const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
     auto padded = [&](int cols) {
