@@ -471,9 +471,8 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     // side in wgmma's N, so a halo row is read once for the three output rows it feeds (channels as N read it once a
     // kernel row, at 192 bytes of shared memory a cycle). GPU time alone (bench.gpu_time, session 34, us, against
     // dwn8/dwnp8): kb78 TF32 642-646 against 894-924 (H100 and H200), fp16 422-425 against 508-514; kb71 fp16 346-361
-    // against 364-395. kb71 in TF32 keeps dwnp8 (below): on the H100 the window kernel tied or lost there (576 and 659
-    // against 576 and 577, in two calls), and in bench.run's back-to-back calls it ran 13-18% over its GPU time alone,
-    // where it won on the H200 (479 against 553).
+    // against 364-395. kb71 in TF32 keeps dwnp8 (below): on the H100 the window kernel tied or lost there (576, 659
+    // and 668 against 576-578, in three calls), where it won on the H200 (479 against 553).
     if (narrow && (dtype != at::kFloat || p.KH * p.KW >= 15) && dwin_supports(p, x, tf32)) return {Path::kDwin};
     const bool half = dtype != at::kFloat;
     const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
