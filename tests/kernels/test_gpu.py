@@ -105,6 +105,18 @@ def check_cuda(case: Case, prec: str, seed: int, out_offset: int = 0, ref_device
     return err
 
 
+def stride1_case(rng, base, k, d, g, cin_g, cout_g, width, max_h) -> Case:
+    """A stride-1 case of this kernel, dilation, groups, channels a group and width: batch 1-3, height 1 to max_h,
+    padding up to the kernel's extent, a legal output padding; bias, batching and contiguity as `base`'s."""
+    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, max_h), width), (1, 1),
+                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
+                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
+                noncontiguous=base.noncontiguous)
+    if case.unbatched:
+        case.n = 1
+    return case
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(60))
 def test_random_configs_cuda(seed, precision, i, algo):
@@ -531,12 +543,7 @@ def test_dense_kernel_cuda(seed, precision, i, monkeypatch):
     cin_g = rng.choice([1, 5, 8, 16, 24, 40])
     cout_g = rng.choice([1, 7, 16, 33, 64, 70])
     width = rng.choice([vec, 2 * vec, 5 * vec, 9 * vec, 13]) if i % 8 else rng.randint(1, 40)
-    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 40), width), (1, 1),
-                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
-                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
-                noncontiguous=base.noncontiguous)
-    if case.unbatched:
-        case.n = 1
+    case = stride1_case(rng, base, k, d, g, cin_g, cout_g, width, max_h=40)
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     fits = torch.cuda.get_device_properties(0).shared_memory_per_block_optin >= 227 * 1024
@@ -601,12 +608,7 @@ def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
     cin_g = rng.choice([1, 5, 8, 16, 24, 40])
     cout_g = rng.choice([1, 7, 16, 64, 70, 130])
     width = rng.choice([vec, 2 * vec, 5 * vec, 9 * vec, 13, 20 * vec]) if i % 8 else rng.randint(1, 40)
-    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 40), width), (1, 1),
-                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
-                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
-                noncontiguous=base.noncontiguous)
-    if case.unbatched:
-        case.n = 1
+    case = stride1_case(rng, base, k, d, g, cin_g, cout_g, width, max_h=40)
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
@@ -685,12 +687,7 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     cin_g = rng.choice([1, 5, 8, 16, 24, 40])
     cout_g = rng.choice([1, 7, 16, 30, 32])
     width = rng.choice([vec, 2 * vec, 9 * vec, 20 * vec, 33 * vec]) if i % 10 else rng.randint(1, 40)
-    case = Case(rng.choice([1, 2, 3]), cin_g * g, cout_g * g, k, (rng.randint(1, 90), width), (1, 1),
-                (rng.randint(0, d[0] * k[0]), rng.randint(0, d[1] * k[1])),
-                tuple(rng.randrange(di) for di in d), d, g, base.bias, base.unbatched,
-                noncontiguous=base.noncontiguous)
-    if case.unbatched:
-        case.n = 1
+    case = stride1_case(rng, base, k, d, g, cin_g, cout_g, width, max_h=90)
     if min(case.out_hw()) <= 0:
         pytest.skip("no output")
     limit = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
