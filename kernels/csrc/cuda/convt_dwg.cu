@@ -865,20 +865,25 @@ bool tile_known(DwgTile t) {
 
 }  // namespace
 
-bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile tile) {
+bool dwg_operands_ok(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
   if (p.sh != 1 || p.sw != 1) return false;
-  const int elem = static_cast<int>(x.element_size()), V = 16 / elem;
+  const int V = 16 / static_cast<int>(x.element_size());
   const int64_t lim = int64_t(1) << 30;
   if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return false;
   if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim)
     return false;
   if (p.KH * p.dh >= 4096 || p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
+  return wg_available(x.get_device());
+}
+
+bool dwg_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DwgTile tile) {
+  if (!dwg_operands_ok(p, x, tf32)) return false;
   const DwgTile t = pick(tile);
-  if (!tile_known(t) || !wg_available(x.get_device())) return false;
+  if (!tile_known(t)) return false;
   const int limit = max_smem_optin(x.get_device());
-  const DwgGeom d = geometry(p, elem, t, limit);
+  const DwgGeom d = geometry(p, static_cast<int>(x.element_size()), t, limit);
   if (d.smem_bytes > limit) return false;
   return p.groups * int64_t(d.co_tiles) * d.n * d.th_tiles * d.tw_tiles < (int64_t(1) << 31);
 }

@@ -28,6 +28,11 @@ struct DwgTile {
   bool ra = false;
 };
 
+// The operands both stride-1 wgmma kernels take (this one and the window kernel, convt_dwin.h): fp32 as TF32, fp16,
+// bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; sizes within 32-bit offsets; a
+// device whose loaded cubin has sm_90a features.
+bool dwg_operands_ok(const ConvTParams& p, const at::Tensor& x, bool tf32);
+
 // fp32 as TF32, fp16, bf16; stride 1; input rows in whole 16-byte copies and a 16-byte-aligned input; the halo, its
 // pixel-major copy and a chunk's weights in two or more stages of shared memory; a device whose loaded cubin has
 // sm_90a features.

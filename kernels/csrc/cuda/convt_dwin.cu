@@ -25,7 +25,7 @@
 #include <type_traits>
 
 #include "convt_dense.h"
-#include "convt_tc.h"
+#include "convt_dwg.h"
 #include "smem_attr.h"
 #include "wgmma_ops.h"
 
@@ -439,19 +439,9 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 }  // namespace
 
 bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
-  const at::ScalarType dt = x.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
-  if (p.sh != 1 || p.sw != 1 || p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot) return false;
-  const int elem = static_cast<int>(x.element_size()), V = 16 / elem;
-  const int64_t lim = int64_t(1) << 30;
-  if (p.Win % V != 0 || reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return false;
-  if (p.Hin * p.Win >= lim || p.Hout >= lim || p.Wout >= lim || p.Cin >= lim || p.Cout >= lim || p.N >= lim)
-    return false;
-  if (p.KW * p.dw >= 4096 || p.ph >= lim || p.pw >= lim) return false;
-  const int dev = x.get_device();
-  if (!wg_available(dev)) return false;
-  const int limit = max_smem_optin(dev);
-  const DwinGeom d = geometry(p, elem, limit, sm_count(dev));
+  if (p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot || !dwg_operands_ok(p, x, tf32)) return false;
+  const int dev = x.get_device(), limit = max_smem_optin(dev);
+  const DwinGeom d = geometry(p, static_cast<int>(x.element_size()), limit, sm_count(dev));
   return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
 }
 
