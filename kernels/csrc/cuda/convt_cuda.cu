@@ -292,13 +292,6 @@ constexpr Forced kForced[] = {
     {"dwp3", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {3, 2, 88, true, true}}},
     {"dws4w", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true}}},
     {"dwp4w", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, true}}},
-    // Probes of the ring's depth ({buffers, raw stages}) and the L2 prefetch (pN: N chunks ahead) on dws4w.
-    {"dws4w24", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 2, 4}}},
-    {"dws4w23", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 2, 3}}},
-    {"dws4wp1", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 0, 0, 1}}},
-    {"dws4wp2", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 0, 0, 2}}},
-    {"dws4w24p1", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 2, 4, 1}}},
-    {"dws4w24p2", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 88, true, false, 0, false, 2, 4, 2}}},
     {"dwr4",
      {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {4, 2, 64, true, true, 0, true}}},
     {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},

@@ -54,7 +54,6 @@ struct DwgGeom : StrideOneDims {
   int tap_words;     // a tap's packed weights: 8 words a channel of the tile (kTapWords at kBM)
   int w_words;       // a chunk's packed weights: taps x tap_words
   int stages;        // raw stages, 2 to 4
-  int pf;            // ws: L2 prefetch of the raw halo this many chunks ahead of its copies (0: none)
   int nb;            // pixel-major buffers and weight buffers: 2 (v17), 2 to 3 (v18)
   int t_word, w_word, raw_word, table_word;  // shared-memory offsets; the mbarriers sit at 0
   int smem_bytes;
@@ -438,18 +437,6 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
             }
           }
         }
-        // The raw halo pf chunks on, a bulk L2 prefetch a (channel, row): its copies, issued a chunk or more
-        // later, then wait on L2 rather than DRAM.
-        if (d.pf > 0 && ic + d.pf < d.chunks) {
-          const int c0 = max(ca, 0), c1 = min(ca + d.rp, d.win);
-          const int nch_pf = min(CH, d.cin_g - (ic + d.pf) * CH);
-          for (int j = tid; j < nch_pf * d.hr; j += 128) {
-            const int ch = j / d.hr, ih = ih0 + (j - ch * d.hr);
-            if (ih >= 0 && ih < d.hin && c1 > c0)
-              bulk_prefetch_l2(x_chunk + (int64_t(d.pf) * CH + ch) * d.hw_in + int64_t(ih) * d.win + c0,
-                               (c1 - c0) * static_cast<int>(sizeof(T)));
-          }
-        }
         if (++ic == d.chunks) {
           ic = 0;
           ++ik;
@@ -727,11 +714,6 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
     constexpr int kDepths[][2] = {{3, 4}, {3, 3}, {3, 2}, {2, 3}, {2, 2}};
     d.nb = 2;
     d.stages = 2;
-    d.pf = t.pf;
-    if (t.nb > 0 && t.stages > 0) {
-      d.nb = t.nb;
-      d.stages = t.stages;
-    } else
     for (const auto& nd : kDepths) {
       if (size(nd[0], nd[1]) <= budget) {
         d.nb = nd[0];

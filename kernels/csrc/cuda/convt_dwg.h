@@ -26,10 +26,6 @@ struct DwgTile {
   // ws, pp, channels as M: the tap's weights as wgmma's A from registers, shared by a warpgroup's rows (by descriptor
   // each row's wgmma reads them from shared memory again).
   bool ra = false;
-  // ws: the ring's depths (pixel-major and weight buffers, raw stages), 0s: the deepest that fits (v26's order); and
-  // the raw halo of the chunk `pf` ahead of each copy prefetched into L2 (0: none).
-  int nb = 0, stages = 0;
-  int pf = 0;
 };
 
 // The operands both stride-1 wgmma kernels take (this one and the window kernel, convt_dwin.h): fp32 as TF32, fp16,

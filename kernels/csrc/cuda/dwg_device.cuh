@@ -59,11 +59,6 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, int byt
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
-// An L2 prefetch of `bytes` (a multiple of 16) from a 16-byte-aligned global address: no shared memory, no
-// completion to wait on.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, int bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 // Two adjacent outputs as the words one store writes: a half2 / bfloat162, or two fp32; the asm keeps every pair of a
 // row converted (in its own registers) before the row's first store.
 template <typename T>
