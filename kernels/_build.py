@@ -25,6 +25,7 @@ log = logging.getLogger("convt.build")
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 CPU_SOURCES = ("op.cpp", "cpu/convt_cpu.cpp")
+ENTRY_SOURCES = ("entry.cpp",)
 CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_patch.cu", "cuda/convt_rows.cu", "cuda/convt_cells.cu", "cuda/convt_cols.cu", "cuda/convt_dense.cu", "cuda/convt_dwg.cu", "cuda/convt_dwin.cu", "cuda/convt_strip.cu", "cuda/convt_tc.cu", "cuda/convt_wg.cu", "cuda/convt_wgh.cu")
 # Every header, found rather than listed: a header left out of the list would
 # leave its edits out of the cache key below, and a stale kernel would load.
@@ -44,6 +45,7 @@ class BuildState:
     build_seconds: dict[str, float] = field(default_factory=dict)
     cached: dict[str, bool] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    entry: object = None  # the typed Python entry module (csrc/entry.cpp)
 
 
 STATE = BuildState()
@@ -201,6 +203,11 @@ def load_cpu() -> None:
     STATE.backends.append("cpu")
 
 
+def load_entry():
+    """The typed Python entry to the op (csrc/entry.cpp), after the op library that defines its schema."""
+    return _load("entry", ENTRY_SOURCES, ["-O3"], [], [], "python-module", python_module=True)
+
+
 def load_cuda(required: bool = False) -> None:
     """Builds the CUDA extension where a CUDA torch and nvcc are present.
 
@@ -239,4 +246,5 @@ def load_cuda(required: bool = False) -> None:
 def ensure_loaded() -> None:
     if not STATE.backends:
         load_cpu()
+        STATE.entry = load_entry()
         load_cuda()

@@ -12,12 +12,19 @@ from typing import Sequence, Union
 
 import torch
 
+from . import _build
+
 IntPair = Union[int, Sequence[int]]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 # The overload itself: calling the packet (torch.ops.convt.conv_transpose2d) resolves it on every call.
 _OP = torch.ops.convt.conv_transpose2d.default
+# The typed entry (csrc/entry.cpp): the same dispatcher call without torch.ops' boxed argument parse.
+_ENTRY = _build.STATE.entry.conv_transpose2d
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # no __torch_function__ of their own
+_mode_on = torch._C._is_torch_function_mode_enabled
+_compiling = torch.compiler.is_compiling
 
 
 def conv_transpose2d(
@@ -36,8 +43,15 @@ def conv_transpose2d(
     (C_in, C_out / groups, kH, kW). Arguments are parsed by the op's schema, which
     mirrors aten's, so ints and pairs are accepted exactly where torch accepts them.
     """
-    # The common call (plain ints and int tuples) skips the per-argument walk: a batch-1 decoder layer's whole
-    # GPU time is a few microseconds, so each microsecond of host time here is a visible share of it.
+    # Plain tensors outside torch-function modes and compiler tracing: the typed entry, which also takes the pairs as
+    # ints or 2-tuples of ints (else it returns None). Anything that may carry a __torch_function__ (a subclass, a
+    # mode) or is being traced by dynamo goes through torch.ops, which honours it. A batch-1 decoder layer's GPU time
+    # is ~10 us, so each microsecond of host time here is a visible share of it.
+    if (type(input) in _PLAIN and type(weight) in _PLAIN and (bias is None or type(bias) in _PLAIN)
+            and type(groups) is int and not _mode_on() and not _compiling()):
+        out = _ENTRY(input, weight, bias, stride, padding, output_padding, groups, dilation)
+        if out is not None:
+            return out
     if not (type(groups) is int and _plain(stride) and _plain(padding) and _plain(output_padding) and _plain(dilation)):
         _check_arg_types(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
                          groups=groups)

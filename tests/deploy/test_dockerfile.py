@@ -128,7 +128,7 @@ def test_the_installed_package_carries_every_kernel_source():
     from kernels import _build
 
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kernels"]
-    files = sorted(set(_build.CPU_SOURCES) | set(_build.CUDA_SOURCES) | set(_build.HEADERS))
+    files = sorted(set(_build.CPU_SOURCES) | set(_build.ENTRY_SOURCES) | set(_build.CUDA_SOURCES) | set(_build.HEADERS))
     missing = [f for f in files if not any(_matches(f"csrc/{f}", g) for g in globs)]
     assert not missing, f"pyproject.toml package-data leaves out {missing}"
 
