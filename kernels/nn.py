@@ -8,9 +8,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from .ops import conv_transpose2d
+
 
 class ConvTranspose2d(nn.ConvTranspose2d):
-    """``nn.ConvTranspose2d`` with its forward on ``torch.ops.convt.conv_transpose2d``.
+    """``nn.ConvTranspose2d`` with its forward on our op (``torch.ops.convt.conv_transpose2d``).
 
     Same constructor, parameters and state_dict as the torch module; ``forward``
     takes ``output_size=`` as torch's does.
@@ -22,9 +24,9 @@ class ConvTranspose2d(nn.ConvTranspose2d):
         output_padding = self._output_padding(
             input, output_size, self.stride, self.padding, self.kernel_size, 2, self.dilation
         )
-        # the overload itself: the packet resolves it on every call
-        return torch.ops.convt.conv_transpose2d.default(
-            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        # ops.conv_transpose2d: the typed entry for plain eager calls, torch.ops otherwise
+        return conv_transpose2d(
+            input, self.weight, self.bias, self.stride, self.padding, tuple(output_padding), self.groups, self.dilation
         )
 
     @classmethod

@@ -108,3 +108,21 @@ def test_subclasses_and_modes_keep_torch_function():
     with Mode() as mode:
         kernels.conv_transpose2d(x, w, None, 2)
     assert OP in mode.seen
+
+
+def test_swapped_module_takes_the_entry(monkeypatch):
+    served = []
+
+    def counted(*a, entry=ops._ENTRY):
+        out = entry(*a)
+        served.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ops, "_ENTRY", counted)
+    ref = torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
+    ours = kernels.ConvTranspose2d.from_module(ref)
+    x = torch.randn(2, 4, 5, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), ref(x), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(ours(x, output_size=[10, 10]), ref(x, output_size=[10, 10]), rtol=1e-5, atol=1e-5)
+    assert served == [True, True]  # output_size's list of paddings too
