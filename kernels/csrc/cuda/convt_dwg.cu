@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -345,7 +346,8 @@ __global__ void __launch_bounds__(G * 128, MINB)
 template <typename T, int MS, int G, int NP, bool PP, int NC, bool RA>
 __global__ void __launch_bounds__((G + 1) * 128, 1)
     convt_dws_kernel(const DwgGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
-                     const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
+                     const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles,
+                     int* __restrict__ tickets) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!PP || G == 2, "ping-pong alternates two consumer warpgroups (tiles k % 2, named barriers 2 and 3)");
   constexpr bool SW = NC > 0;
@@ -363,8 +365,18 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + 4;  // nb <= 4
+  // Tickets (a zeroed counter): a block's tile k is slot[k % 16]. Its first two are fixed (blockIdx.x and gridDim.x
+  // + blockIdx.x, known before any barrier); the producer draws each later one from the counter while it issues the
+  // tile before's first chunk, so the tiles in flight stay about gridDim.x consecutive ones (a static walk lets blocks
+  // drift apart, and vertically adjacent tiles then re-read their shared halo rows from DRAM). Every reader of slot
+  // k + 1 has passed a named barrier after that issue (the producer) or waited on a full[] phase that comes after it
+  // (the consumers: all of tile k - 1's chunks, `stages - 1` or more past it). The producer runs at most nb + stages
+  // chunks ahead of the consumers, so 16 slots outlive every read.
+  int* slot = reinterpret_cast<int*>(smem + 16);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
+    slot[0] = static_cast<int>(blockIdx.x);
+    slot[1] = static_cast<int>(gridDim.x + blockIdx.x);
     for (int b = 0; b < d.nb; ++b) {
       mbar_init(&full[b], 129);
       mbar_init(&empty[b], RA ? 128 : PP ? 4 : 4 * G);
@@ -374,13 +386,17 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   __syncthreads();
   const uint32_t t_s = smem_addr(smem + d.t_word), w_s = smem_addr(smem + d.w_word);
   const int own = blockIdx.x < tiles ? static_cast<int>((tiles - 1 - blockIdx.x) / gridDim.x + 1) : 0;
+  auto ticket = [&](int k) -> unsigned {
+    return tickets != nullptr ? static_cast<unsigned>(slot[k & 15]) : blockIdx.x + unsigned(k) * gridDim.x;
+  };
+  auto valid = [&](int k) { return tickets != nullptr ? ticket(k) < tiles : k < own; };
 
   // Tile k of this block: channel tiles fastest, as in v17.
   struct At {
     int cot, img, g, oh0, ow0, ca, shift;
   };
   auto tile_at = [&](int k) {
-    unsigned blk = blockIdx.x + unsigned(k) * gridDim.x;
+    unsigned blk = ticket(k);
     At a;
     a.cot = static_cast<int>(blk % d.co_tiles);
     blk /= d.co_tiles;
@@ -408,8 +424,10 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     // Chunk (ik, ic)'s raw halo into stage st: a thread a 16-byte copy position, every channel of the chunk
     // (zero-filled outside the image and past the group's channels).
     auto issue = [&](int st) {
-      if (ik < own) {
+      if (valid(ik)) {
         if (ic == 0) {
+          if (tickets != nullptr && tid == 0 && ik >= 1)
+            slot[(ik + 1) & 15] = static_cast<int>(2 * gridDim.x + atomicAdd(tickets, 1));
           const At a = tile_at(ik);
           ih0 = a.oh0 + d.ph - (d.kh - 1) * d.dh;
           ca = a.ca;
@@ -448,11 +466,12 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     for (int s = 0; s + 1 < d.stages; ++s) {
       issue(ist);
       ist = ist + 1 == d.stages ? 0 : ist + 1;
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");  // a ticket written in this issue, read by the next
     }
     int tk = 0, tc = 0, st = 0;
     RingPos ring;
     const uint32_t* w_tile = nullptr;
-    for (int i = 0; i < own * d.chunks; ++i) {
+    while (valid(tk)) {
       const int b = ring.b;
       cp_wait_upto<3>(d.stages - 2);  // this thread's copies of chunk i landed
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
@@ -543,7 +562,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   const uint32_t row_back = static_cast<uint32_t>(d.dh * d.rp - (d.kw - 1) * d.dw);  // tap (kh, KW-1) to (kh+1, 0)
   float acc[MS][ACC];
   RingPos ring;
-  for (int k = 0; k < own; ++k) {
+  for (int k = 0; valid(k); ++k) {
     if (PP && k % 2 != wgi) {  // the other warpgroup's tile: its chunks' positions in the ring
       for (int c = 0; c < d.chunks; ++c) ring.next(d.nb);
       continue;
@@ -615,7 +634,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
       prev = b;
       ring.next(d.nb);
     }
-    if (PP && k + 1 < own) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - wgi) : "memory");
+    if (PP && valid(k + 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - wgi) : "memory");
     wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < MS; ++j) fence_regs(acc[j]);
@@ -702,7 +721,7 @@ DwgGeom geometry(const ConvTParams& p, int elem, DwgTile t, int smem_limit) {
   const int budget = (b == 1 ? smem_limit : (smem_limit + 1024) / b - 1024) / 4;  // words
   // Per block: the mbarriers (v17: two, 32 bytes; v18: two rings of up to four, 64 bytes), nb pixel-major buffers,
   // nb weight buffers, the raw stages, the table (v17). v18 takes the deepest of raw ring and buffers that fits.
-  d.t_word = t.ws ? 16 : 8;
+  d.t_word = t.ws ? 32 : 8;  // ws: 8 mbarriers, 16 ticket slots
   auto size = [&](int nb, int stages) {
     return d.t_word + nb * (8 * d.plane + d.w_words) + stages * d.raw_words + (t.ws ? 0 : table);
   };
@@ -782,9 +801,14 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC, RA>;
   allow_dynamic_smem(kernel, d.smem_bytes);
+  const char* env = std::getenv("CONVT_DWG_TICKETS");  // probe: tiles drawn from a counter (1) or walked (0)
+  const bool drawn = env != nullptr && env[0] == '1';
+  at::Tensor counter;
+  if (drawn) counter = at::zeros({1}, x.options().dtype(at::kInt));
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
-      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
+      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles),
+      drawn ? counter.mutable_data_ptr<int>() : nullptr);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
