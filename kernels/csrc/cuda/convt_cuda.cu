@@ -463,12 +463,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // 1.05, fp16 0.54 against 0.61 (dwp4, with the ring order of convt_dwg.cu's geometry); kb57 TF32 2.73 (dws4w)
   // against 2.87 (dws3). The half types keep dwr4 under 15 taps unless 88-column tiles pad 10% less (kb57 fp16 dwr4
   // 1.60-1.70 against dws4w's 1.85-1.98).
-  // Session 35, on the H100: TF32 under 15 taps at 33-64 channels (kb57) also takes ping-pong. GPU time alone
-  // (bench.gpu_time, us): dwp4w 3259, dwp4 3271, dwp3 3288 against dws4w's 3385-3393 (cuDNN 6413). ncu of dws4w there:
-  // DRAM 1.58 TB/s, the consumers waiting on the producer 15% of their samples, the producer on its copies 9%; both
-  // consumer warpgroups storing at once leave the tensor pipe idle through each tile's stores, which the H100's
-  // slower memory makes longer than the H200's (where dws4w was the pick at 2.73 ms; dwp4w not remeasured there).
-  const bool ping_pong = p.Cout_g > 32 && (p.KH * p.KW >= 15 || (dtype == at::kFloat && p.Cout_g <= 64));
+  // v28 (session 35, H100): the persistent blocks draw their tiles from a counter, which keeps vertically adjacent
+  // tiles in flight together (their shared halo rows then come from L2). kb57 TF32, GPU time alone (bench.gpu_time,
+  // us): dws4w 3399 -> 2642, dwp4w 3135 -> 2830, so it keeps dws4w; DRAM reads 2.95 -> 2.16 GB (the input is 2.15).
+  const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
       (dtype == at::kHalf || dtype == at::kBFloat16 || (dtype == at::kFloat && tf32 && (p.Cout_g <= 64 || ping_pong)))) {

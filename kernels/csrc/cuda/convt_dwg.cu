@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -319,7 +318,7 @@ __global__ void __launch_bounds__(G * 128, MINB)
 // scalar instructions a block against 72 wgmma, and each tap waited on the one before (its A registers). Here
 // warpgroup 0 is the producer: it issues the raw halo's cp.async ring, the weights' bulk copies and the transposes
 // into `nb` pixel-major buffers; warpgroups 1..G issue a chunk's wgmma back to back (A, the tap's weights, K-major
-// in shared memory; B as in v17) and wait once a chunk. Blocks walk tiles `gridDim.x` apart, so the producer fills
+// in shared memory; B as in v17) and wait once a chunk. Blocks draw tiles from a counter (v28), and the producer fills
 // the next tile's buffers while the consumers finish and store this one.
 //
 // Ordering: full[b] completes when the 128 producer threads have written buffer b (each fences its generic writes
@@ -365,7 +364,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   extern __shared__ __align__(128) uint32_t smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + 4;  // nb <= 4
-  // Tickets (a zeroed counter): a block's tile k is slot[k % 16]. Its first two are fixed (blockIdx.x and gridDim.x
+  // v28, tickets (a zeroed counter): a block's tile k is slot[k % 16]. Its first two are fixed (blockIdx.x and gridDim.x
   // + blockIdx.x, known before any barrier); the producer draws each later one from the counter while it issues the
   // tile before's first chunk, so the tiles in flight stay about gridDim.x consecutive ones (a static walk lets blocks
   // drift apart, and vertically adjacent tiles then re-read their shared halo rows from DRAM). Every reader of slot
@@ -385,11 +384,8 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
   }
   __syncthreads();
   const uint32_t t_s = smem_addr(smem + d.t_word), w_s = smem_addr(smem + d.w_word);
-  const int own = blockIdx.x < tiles ? static_cast<int>((tiles - 1 - blockIdx.x) / gridDim.x + 1) : 0;
-  auto ticket = [&](int k) -> unsigned {
-    return tickets != nullptr ? static_cast<unsigned>(slot[k & 15]) : blockIdx.x + unsigned(k) * gridDim.x;
-  };
-  auto valid = [&](int k) { return tickets != nullptr ? ticket(k) < tiles : k < own; };
+  auto ticket = [&](int k) { return static_cast<unsigned>(slot[k & 15]); };
+  auto valid = [&](int k) { return ticket(k) < tiles; };
 
   // Tile k of this block: channel tiles fastest, as in v17.
   struct At {
@@ -426,7 +422,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     auto issue = [&](int st) {
       if (valid(ik)) {
         if (ic == 0) {
-          if (tickets != nullptr && tid == 0 && ik >= 1)
+          if (tid == 0 && ik >= 1)
             slot[(ik + 1) & 15] = static_cast<int>(2 * gridDim.x + atomicAdd(tickets, 1));
           const At a = tile_at(ik);
           ih0 = a.oh0 + d.ph - (d.kh - 1) * d.dh;
@@ -786,7 +782,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// v18: one block an SM, each walking tiles gridDim.x apart.
+// v18: one block an SM; v28: each drawing its tiles from a counter (tickets).
 template <typename T, int MS, int G, int NP, bool PP, int NC = 0, bool RA = false>
 void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                cudaStream_t stream) {
@@ -801,14 +797,12 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC, RA>;
   allow_dynamic_smem(kernel, d.smem_bytes);
-  const char* env = std::getenv("CONVT_DWG_TICKETS");  // probe: tiles drawn from a counter (1) or walked (0)
-  const bool drawn = env != nullptr && env[0] == '1';
-  at::Tensor counter;
-  if (drawn) counter = at::zeros({1}, x.options().dtype(at::kInt));
+  // The tickets' counter (see the kernel), zeroed a launch.
+  at::Tensor counter = at::zeros({1}, x.options().dtype(at::kInt));
   kernel<<<static_cast<unsigned>(std::min<int64_t>(tiles, sms)), (G + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles),
-      drawn ? counter.mutable_data_ptr<int>() : nullptr);
+      counter.mutable_data_ptr<int>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
