@@ -580,8 +580,8 @@ def dwg_smem_bytes(algo, itemsize, k, d):
     plane = up(hr * rp, 32)
     raw = 8 * (plane + (8 if itemsize == 2 else 0))
     tap_words = 256 if algo.startswith("dwn") else 512  # 8 words an output channel of the tile (32 or 64)
-    if algo in DWS_ALGOS:  # v18: 64 bytes of mbarriers, no copy table
-        return 4 * (16 + 16 * plane + 2 * k[0] * k[1] * tap_words + 2 * raw)
+    if algo in DWS_ALGOS:  # v18: 64 bytes of mbarriers, no copy table; v28: 64 bytes of ticket slots
+        return 4 * (32 + 16 * plane + 2 * k[0] * k[1] * tap_words + 2 * raw)
     return 4 * (8 + 16 * plane + 2 * k[0] * k[1] * 512 + up(hr * rp // vec, 4) + 2 * raw)
 
 
@@ -631,17 +631,19 @@ def test_dwg_kernel_cuda(seed, precision, i, monkeypatch):
 
 @pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
 @pytest.mark.parametrize("algo", DWS_ALGOS)
-def test_dws_persistent_cuda(seed, precision, algo, monkeypatch):
-    """The warp-specialized tiles on problems of more tiles than SMs, so that each block walks several and its
-    producer stages the next tile's chunks while the consumers finish one: output channels past one tile with a
-    tail (three 32-channel tiles with channels as N), a chunk tail, dilation, padding, bias, outputs off alignment."""
+@pytest.mark.parametrize("cin", [40, 8])
+def test_dws_persistent_cuda(seed, precision, algo, cin, monkeypatch):
+    """The warp-specialized tiles on problems of more tiles than SMs, so that each block draws several (v28's
+    tickets) and its producer stages the next tile's chunks while the consumers finish one: output channels past one
+    tile with a tail (three 32-channel tiles with channels as N), a chunk tail, dilation, padding, bias, outputs off
+    alignment; with 8 input channels a tile is one chunk, so the producer draws a ticket every chunk."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
         pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     rng = random.Random(seed * 7919 + DWG_ALGOS.index(algo))
-    case = Case(3, 40, 70, (3, 5), (rng.randint(60, 80), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2), 1,
+    case = Case(3, cin, 70, (3, 5), (rng.randint(60, 80), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2), 1,
                 True, False)
     assert path_taken(case, TORCH_DTYPE[precision]) == "dwg", f"not on the dwg path: {case}"
     check_cuda(case, precision, seed * 7919 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
