@@ -466,6 +466,8 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // v28 (session 35, H100): the persistent blocks draw their tiles from a counter, which keeps vertically adjacent
   // tiles in flight together (their shared halo rows then come from L2). kb57 TF32, GPU time alone (bench.gpu_time,
   // us): dws4w 3399 -> 2642, dwp4w 3135 -> 2830, so it keeps dws4w; DRAM reads 2.95 -> 2.16 GB (the input is 2.15).
+  // With tickets the half types under 15 taps take dwp4w where 88 columns pad less (kb57 fp16 1593 against dwr4's
+  // 1668, bf16 1519 against 1609; dws4w 1768 and 1800).
   const bool ping_pong = p.Cout_g > 32 && p.KH * p.KW >= 15;
   const bool narrow = p.Cout_g <= 32, narrow_pp = dtype == at::kFloat && p.KH * p.KW < 15;
   if (p.sh == 1 && p.sw == 1 && p.Cin_g >= 16 && p.Cout_g > 16 && p.Hout * p.Wout >= 1024 &&
@@ -482,7 +484,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     auto padded = [&](int cols) {
       return double((p.Hout + tile_rows - 1) / tile_rows * tile_rows) * double((p.Wout + cols - 1) / cols * cols);
     };
-    const bool wide = padded(64) > padded(88), wider = padded(64) > 1.1 * padded(88);
+    const bool wide = padded(64) > padded(88);
     const DwgTile rows4{4, 2, 64, true}, groups3{2, 3, 64, true}, pp4{4, 2, 64, true, true};
     const DwgTile rows3{3, 2, 88, true}, pp3{3, 2, 88, true, true}, ra4{4, 2, 64, true, true, 0, true};
     const DwgTile rows4w{4, 2, 88, true}, pp4w{4, 2, 88, true, true};
@@ -490,7 +492,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     const DwgTile first = narrow      ? (narrow_pp ? n8p : n8)
                           : ping_pong ? (wide ? pp4w : pp4)
                           : half && p.Cout_g > 64 ? groups3
-                          : half                  ? (wider ? rows4w : ra4)
+                          : half                  ? (wide ? pp4w : ra4)
                           : wide                  ? rows4w
                                                   : rows4;
     const DwgTile second = narrow ? (narrow_pp ? n8 : n8p) : ping_pong && wide ? pp3 : wide ? rows3 : rows4;
