@@ -25,8 +25,9 @@ def test_serves_from_prebuilt_kernels_without_a_compiler(tmp_path_factory, tmp_p
         assert r.status_code == 200 and r.json()["passed"], r.text
         kernel = r.json()["kernel"]
         assert kernel["backends"] == built
-        # the JSON number extension (service/native) too: built by this process's imports, loaded prebuilt there
-        assert kernel["from_cache"] == {b: True for b in [*built, "json"]}
+        # the op's typed entry and the JSON number extension (service/native) too: built by this process's imports,
+        # loaded prebuilt there
+        assert kernel["from_cache"] == {b: True for b in [*built, "entry", "json"]}
         assert "building the" not in server.logs()
         body = {"inputs": [{"name": "latent", "shape": [1, 100, 1, 1], "datatype": "FP32", "data": [0.1] * 100}]}
         r = client.post("/v2/models/dcgan/infer", json=body)
