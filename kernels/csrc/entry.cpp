@@ -3,12 +3,13 @@
 // layer's ~10 us of GPU time); this one converts them to their C++ types itself, and the dispatcher's typed call then
 // runs every kernel the boxed call would (autograd, functorch, fake and meta tensors, the backends). Only
 // __torch_function__ is left out: ops.py sends subclasses, torch-function modes and compiler tracing to torch.ops.
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/extension.h>
 
 #include <array>
 #include <optional>
+
+#include "op_handle.h"
 
 namespace py = pybind11;
 
@@ -42,17 +43,6 @@ bool as_pair(py::handle h, Pair& out) {
   return true;
 }
 
-at::Tensor call(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                const Pair& stride, const Pair& padding, const Pair& output_padding, int64_t groups,
-                const Pair& dilation) {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("convt::conv_transpose2d", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::IntArrayRef,
-                            c10::IntArrayRef, c10::IntArrayRef, int64_t, c10::IntArrayRef)>();
-  return op.call(input, weight, bias, stride, padding, output_padding, groups, dilation);
-}
-
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -64,7 +54,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         Pair s, p, op, d;
         if (!as_pair(stride, s) || !as_pair(padding, p) || !as_pair(output_padding, op) || !as_pair(dilation, d))
           return py::none();
-        return py::cast(call(input, weight, bias, s, p, op, groups, d));
+        return py::cast(convt::conv_transpose2d_handle().call(input, weight, bias, s, p, op, groups, d));
         END_HANDLE_TH_ERRORS_PYBIND
       },
       "convt::conv_transpose2d by the dispatcher's typed call, or None where a pair argument is not an int or a "

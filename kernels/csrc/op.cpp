@@ -19,6 +19,8 @@ TORCH_LIBRARY(convt, m) {
 // call, which a batch-1 decoder layer (dcgan-128-64-n1: ~30 us of work) pays in full.
 #include <torch/autograd.h>
 
+#include "op_handle.h"
+
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -27,12 +29,7 @@ using torch::autograd::variable_list;
 at::Tensor redispatch(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                       c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef output_padding,
                       int64_t groups, c10::IntArrayRef dilation) {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("convt::conv_transpose2d", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::IntArrayRef,
-                            c10::IntArrayRef, c10::IntArrayRef, int64_t, c10::IntArrayRef)>();
-  return op.call(input, weight, bias, stride, padding, output_padding, groups, dilation);
+  return convt::conv_transpose2d_handle().call(input, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 
 class ConvTranspose2dFn : public torch::autograd::Function<ConvTranspose2dFn> {

@@ -24,17 +24,22 @@ def test_entry_matches_torch_ops_bit_for_bit():
         torch.testing.assert_close(ours, F.conv_transpose2d(x, w, b, s, p, op, g, d), rtol=1e-5, atol=1e-5)
 
 
-def test_entry_is_the_path_plain_calls_take(monkeypatch):
-    # Counting the entry's results proves which path ran (an unchecked fast path would let a regression route every
-    # call back to torch.ops unnoticed).
-    served = []
+@pytest.fixture
+def served(monkeypatch):
+    """Whether each call of the typed entry served it (True) or declined to torch.ops (False): counting them proves
+    which path ran, where an unchecked fast path would let a regression route every call back unnoticed."""
+    seen = []
 
     def counted(*a, entry=ops._ENTRY):
         out = entry(*a)
-        served.append(out is not None)
+        seen.append(out is not None)
         return out
 
     monkeypatch.setattr(ops, "_ENTRY", counted)
+    return seen
+
+
+def test_entry_is_the_path_plain_calls_take(served):
     x, w = torch.randn(1, 4, 3, 3), torch.nn.Parameter(torch.randn(4, 2, 3, 3))
     a = kernels.conv_transpose2d(x, w, None, 2, 1)
     b = kernels.conv_transpose2d(x, w, None, (2, 2), (1, 1), (0, 0), 1, (1, 1))
@@ -110,15 +115,7 @@ def test_subclasses_and_modes_keep_torch_function():
     assert OP in mode.seen
 
 
-def test_swapped_module_takes_the_entry(monkeypatch):
-    served = []
-
-    def counted(*a, entry=ops._ENTRY):
-        out = entry(*a)
-        served.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ops, "_ENTRY", counted)
+def test_swapped_module_takes_the_entry(served):
     ref = torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
     ours = kernels.ConvTranspose2d.from_module(ref)
     x = torch.randn(2, 4, 5, 5)
