@@ -670,12 +670,11 @@ void launch_shape(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const int wm = warps_m(p), vec = 16 / static_cast<int>(sizeof(T));
   const ColsGeom sg = geometry(p, wm, vec, pick_channels(p, wm, sizeof(T), channels, x.get_device()));
   // 128 bytes of k a stage past 128 input channels a group (unet-512-256-n8 fp16 0.178 against 0.187 ms with 64,
-  // bf16 0.178 against 0.187; TF32 0.323 against 0.347), but not on the 256-pixel tile, where the half types spill.
-  // TF32 there does not spill (ptxas, sm_90a) and gains on the shuffle: unet-128-64-n1 55.8 against 60.0-60.4 us of
-  // GPU time alone on the H100 (session 35; fp16 35.4 against 35.7, kept at 64); the gather (dcgan-128-64-n1) loses,
-  // 12.0 against 11.1.
-  const bool tf32_shuffle = std::is_same_v<T, float> && !kStrict && wm == 4 && cols_shuffle(p);
-  if (depth == 0) depth = (p.Cin_g > 128 && wm == 2) || tf32_shuffle ? 2 : 1;
+  // bf16 0.178 against 0.187; TF32 0.323 against 0.347), but not on the 256-pixel tile, where it spills. TF32 on the
+  // shuffle (always the 128-pixel tile) from 128 channels too: unet-128-64-n1 55.1-55.8 against 59.8-60.4 us of GPU
+  // time alone on the H100 (session 35, two calls); fp16 gains nothing there (35.4 against 35.7) and keeps 64.
+  const bool tf32_shuffle = std::is_same_v<T, float> && !kStrict && cols_shuffle(p) && p.Cin_g >= 128;
+  if (depth == 0) depth = wm == 2 && (p.Cin_g > 128 || tf32_shuffle) ? 2 : 1;
   if (wm == 4) {
     launch_depth<T, 4, kStrict>(p, sg, x, w, b, out, depth, stream);
   } else {
