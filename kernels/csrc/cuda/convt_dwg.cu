@@ -469,7 +469,7 @@ __global__ void __launch_bounds__((G + 1) * 128, 1)
     const uint32_t* w_tile = nullptr;
     while (valid(tk)) {
       const int b = ring.b;
-      cp_wait_upto<3>(d.stages - 2);  // this thread's copies of chunk i landed
+      cp_wait_upto<3>(d.stages - 2);  // this thread's copies of the chunk transposed next landed
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
       issue(ist);
       ist = ist + 1 == d.stages ? 0 : ist + 1;
