@@ -2,8 +2,10 @@
 
 The schema, the CPU/CUDA kernels and the backward (aten's convolution_backward,
 so a swapped model can still be fine-tuned) are registered by the C++ extensions
-(``csrc/``); the dispatcher picks the backend. This module only adds what the
-compiler stack needs to trace through the op (a fake kernel).
+(``csrc/``); the dispatcher picks the backend. This module adds what the
+compiler stack needs to trace through the op (a fake kernel), and routes plain
+eager calls through the typed entry (``csrc/entry.cpp``) rather than torch.ops'
+boxed argument parse.
 """
 
 from __future__ import annotations
