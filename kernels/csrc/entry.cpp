@@ -17,30 +17,27 @@ namespace {
 
 using Pair = std::array<int64_t, 2>;
 
+// An exact int that fits 64 bits (an overflow is left to torch.ops, which reports it).
+bool as_int(PyObject* o, int64_t& out) {
+  if (!PyLong_CheckExact(o)) return false;
+  out = PyLong_AsLongLong(o);
+  if (out == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
 // An int, or a tuple of two ints (exactly: bool and int subclasses, lists and anything else are left to torch.ops,
 // whose parse gives torch's errors and conversions).
 bool as_pair(py::handle h, Pair& out) {
   PyObject* o = h.ptr();
-  if (PyLong_CheckExact(o)) {
-    const long long v = PyLong_AsLongLong(o);
-    if (v == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-    out = {v, v};
+  if (as_int(o, out[0])) {
+    out[1] = out[0];
     return true;
   }
-  if (!PyTuple_CheckExact(o) || PyTuple_GET_SIZE(o) != 2) return false;
-  for (int i = 0; i < 2; ++i) {
-    PyObject* e = PyTuple_GET_ITEM(o, i);
-    if (!PyLong_CheckExact(e)) return false;
-    out[i] = PyLong_AsLongLong(e);
-    if (out[i] == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-  }
-  return true;
+  return PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 2 && as_int(PyTuple_GET_ITEM(o, 0), out[0]) &&
+         as_int(PyTuple_GET_ITEM(o, 1), out[1]);
 }
 
 }  // namespace
