@@ -442,9 +442,12 @@ CELLS_ALGOS = ["cells", "cellsk1", "cellsk2"]
 
 
 def cells_offsets(k: int, s: int, p: int, d: int) -> int:
-    """Input offsets, least to greatest, that any phase's taps read along an axis (convt_cells.cu axis_offsets)."""
-    offs = [(r + p - kk * d) // s for r in range(s) for kk in range(k) if (r + p - kk * d) % s == 0]
-    return max(offs) - min(offs) + 1
+    """Input offsets, least to greatest, that any phase's taps read along an axis, at the cells' shift c (cell a
+    starts at output s a - c) that makes them fewest (convt_cells.cu axis_offsets)."""
+    def span(c: int) -> int:
+        offs = [(r - c + p - kk * d) // s for r in range(s) for kk in range(k) if (r - c + p - kk * d) % s == 0]
+        return max(offs) - min(offs) + 1
+    return min(span(c) for c in range(s))
 
 
 def cells_fits(case: Case, dtype) -> bool:
@@ -494,8 +497,8 @@ def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
 @pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
 @pytest.mark.parametrize("algo", ["cellsk1", "cellsk2"])
 def test_cells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
-    """FSRCNN's 9x9 stride-3 layer (9 outputs a cell, 16 offsets, 256 x 256 images: 256 tiles) and DCGAN's 64->3
-    layer (12 outputs a cell, 9 offsets, batch 64), full size, forced onto the cells kernel at one and two k-steps a
+    """FSRCNN's 9x9 stride-3 layer (9 outputs a cell, 9 offsets at a shift of one, 257 x 257 cells) and DCGAN's 64->3
+    layer (12 outputs a cell, 4 offsets at a shift of one, batch 64), full size, forced onto the cells kernel at one and two k-steps a
     chunk."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
     case = Case(*DECODER_LAYERS[layer], True)

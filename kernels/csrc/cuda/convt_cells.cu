@@ -40,6 +40,7 @@ struct CellsGeom {
   int sh, sw, kw, kk;
   int uh, uw, u;         // input offsets a axis, and all of them
   int da0, db0;          // the least offset a axis: cell a, offset i reads input row a + da0 + i
+  int ch, cw;            // the cells' shift a axis: cell a's first output row is sh a - ch
   int cin_g, cout_g, n;  // n: a cell's outputs, Cout/g x sh x sw
   int groups, tiles_r, tiles_c;
   int hr, hcu;           // staged halo rows and used columns: kBR + uh - 1, kBC + uw - 1
@@ -49,46 +50,96 @@ struct CellsGeom {
   int8_t th[kMaxS * kMaxU], tw[kMaxS * kMaxU];
 };
 
-// Per axis: which tap each phase reads at each input offset. Output o = s * cell + r takes tap k where
-// r + pad - k * dil is a multiple of s, from input cell + (r + pad - k * dil) / s; one tap a (phase, offset) at most.
-bool axis_offsets(int64_t s, int64_t pad, int64_t dil, int64_t K, int& u, int& d0, int8_t* tab) {
-  if (s > kMaxS || (K - 1) * dil > s * (kMaxU + 1)) return false;
+// Per axis, at a shift c in [0, s): cell a covers outputs s a - c .. s a - c + s - 1, and its phase r (output
+// o = s a + r - c) takes tap k where r - c + pad - k * dil is a multiple of s, from input a + (r - c + pad - k * dil)
+// / s; one tap a (phase, offset) at most. u: the distinct offsets its phases read, d0 the least; tab: [r * kMaxU + i],
+// the tap of phase r at offset d0 + i, or -1.
+struct AxisCells {
+  int u = 0, d0 = 0, c = 0;
+  int8_t tab[kMaxS * kMaxU];
+};
+
+bool axis_offsets(int64_t s, int64_t pad, int64_t dil, int64_t K, int64_t c, AxisCells& ax) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (int64_t r = 0; r < s; ++r)
     for (int64_t k = 0; k < K; ++k) {
-      const int64_t t = r + pad - k * dil;
+      const int64_t t = r - c + pad - k * dil;
       if (floor_mod(t, s) == 0) {
         lo = std::min(lo, t / s);
         hi = std::max(hi, t / s);
       }
     }
   if (hi - lo + 1 > kMaxU || lo < -(int64_t(1) << 30) || hi > (int64_t(1) << 30)) return false;
-  u = static_cast<int>(hi - lo + 1);
-  d0 = static_cast<int>(lo);
-  if (tab != nullptr) {
-    std::fill(tab, tab + kMaxS * kMaxU, int8_t(-1));
-    for (int64_t r = 0; r < s; ++r)
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t t = r + pad - k * dil;
-        if (floor_mod(t, s) == 0) tab[r * kMaxU + (t / s - lo)] = static_cast<int8_t>(k);
-      }
-  }
+  ax.u = static_cast<int>(hi - lo + 1);
+  ax.d0 = static_cast<int>(lo);
+  ax.c = static_cast<int>(c);
+  std::fill(ax.tab, ax.tab + kMaxS * kMaxU, int8_t(-1));
+  for (int64_t r = 0; r < s; ++r)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t t = r - c + pad - k * dil;
+      if (floor_mod(t, s) == 0) ax.tab[r * kMaxU + (t / s - lo)] = static_cast<int8_t>(k);
+    }
   return true;
 }
 
-// False where the shape is outside the kernel's limits (convt_cells.h).
-bool geometry(const ConvTParams& p, CellsGeom& sg) {
+// An axis's candidates: no shift, and the shift whose phases read the fewest offsets (FSRCNN's 9x9 stride 3 reads
+// 4 unshifted and 3 at c = 1; DCGAN's 4x4 stride 2 reads 3, then 2). Returns how many fit (0-2).
+int axis_candidates(int64_t s, int64_t pad, int64_t dil, int64_t K, AxisCells (&out)[2]) {
+  if (s > kMaxS || (K - 1) * dil > s * (kMaxU + 1)) return 0;
+  int n = 0;
+  if (axis_offsets(s, pad, dil, K, 0, out[0])) ++n;
+  AxisCells best;
+  for (int64_t c = 1; c < s; ++c) {
+    AxisCells ax;
+    if (axis_offsets(s, pad, dil, K, c, ax) && (best.u == 0 || ax.u < best.u)) best = ax;
+  }
+  if (best.u != 0 && (n == 0 || best.u < out[0].u)) out[n++] = best;
+  return n;
+}
+
+// False where the shape is outside the kernel's limits (convt_cells.h). slots: blocks the device runs at once. A
+// shift adds a row or column of cells (part of the first and last cells falls outside the output), which can add a
+// row or column of tiles: each axis's shift is taken where the offsets saved outweigh the waves of blocks added
+// (FSRCNN, 256 x 256 input on 132 SMs: the height's, 12 offsets in 264 blocks, one wave; both shifts, 9 offsets in
+// 297 blocks, took two waves and ran 37 us against 28 unshifted; DCGAN 64->3 at 32 x 32 keeps none).
+bool geometry(const ConvTParams& p, CellsGeom& sg, int64_t slots) {
   const int64_t n = p.Cout_g * p.sh * p.sw;
   if (n > 16 || p.KH > 127 || p.KW > 127) return false;
-  int8_t* th = sg.th;
-  if (!axis_offsets(p.sh, p.ph, p.dh, p.KH, sg.uh, sg.da0, th) ||
-      !axis_offsets(p.sw, p.pw, p.dw, p.KW, sg.uw, sg.db0, sg.tw))
-    return false;
-  if (sg.uh > kMaxUH || sg.uh * sg.uw > kMaxUU) return false;
+  AxisCells ah[2], aw[2];
+  const int nh = axis_candidates(p.sh, p.ph, p.dh, p.KH, ah), nw = axis_candidates(p.sw, p.pw, p.dw, p.KW, aw);
   const int64_t lim = int64_t(1) << 31;
   // 32-bit offsets from a group's base: input channels x pixels, and (channels + a chunk) x a channel's weights.
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Hout * p.Wout >= lim || (p.Cin_g + 16) * p.Cout_g * p.KH * p.KW >= lim)
     return false;
+  int64_t best_cost = INT64_MAX;
+  const AxisCells *bh = nullptr, *bw = nullptr;
+  int64_t best_tr = 0, best_tc = 0;
+  for (int i = 0; i < nh; ++i)
+    for (int j = 0; j < nw; ++j) {
+      const AxisCells &h = ah[i], &w = aw[j];
+      if (h.u > kMaxUH || h.u * w.u > kMaxUU) continue;
+      const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
+      const int64_t tr = (hc + kBR - 1) / kBR, tcn = (wc + kBC - 1) / kBC;
+      const int64_t blocks = p.N * p.groups * tr * tcn;
+      // A block's time as its offsets plus ~4 offsets' worth of staging, times the waves.
+      const int64_t cost = ((blocks + slots - 1) / slots) * (h.u * w.u + 4);
+      if (cost < best_cost) {
+        best_cost = cost;
+        bh = &h;
+        bw = &w;
+        best_tr = tr;
+        best_tc = tcn;
+      }
+    }
+  if (bh == nullptr) return false;
+  std::copy(bh->tab, bh->tab + kMaxS * kMaxU, sg.th);
+  std::copy(bw->tab, bw->tab + kMaxS * kMaxU, sg.tw);
+  sg.uh = bh->u;
+  sg.uw = bw->u;
+  sg.da0 = bh->d0;
+  sg.db0 = bw->d0;
+  sg.ch = bh->c;
+  sg.cw = bw->c;
   sg.hin = static_cast<int>(p.Hin);
   sg.win = static_cast<int>(p.Win);
   sg.hout = static_cast<int>(p.Hout);
@@ -102,15 +153,18 @@ bool geometry(const ConvTParams& p, CellsGeom& sg) {
   sg.cout_g = static_cast<int>(p.Cout_g);
   sg.n = static_cast<int>(n);
   sg.groups = static_cast<int>(p.groups);
-  const int64_t hc = (p.Hout + p.sh - 1) / p.sh, wc = (p.Wout + p.sw - 1) / p.sw;
-  sg.tiles_r = static_cast<int>((hc + kBR - 1) / kBR);
-  sg.tiles_c = static_cast<int>((wc + kBC - 1) / kBC);
+  sg.tiles_r = static_cast<int>(best_tr);
+  sg.tiles_c = static_cast<int>(best_tc);
   sg.hr = kBR + sg.uh - 1;
   sg.hcu = kBC + sg.uw - 1;
   sg.nchunks = 0;  // set per dtype by the launch
-  sg.blocks = p.N * p.groups * sg.tiles_r * sg.tiles_c;
+  sg.blocks = p.N * p.groups * best_tr * best_tc;
   return sg.blocks < lim;
 }
+
+// Blocks the device runs at once: two an SM (__launch_bounds__(kThreads, 2); a block's shared memory is under half
+// an SM's).
+int64_t resident_blocks(const at::Tensor& x) { return 2 * int64_t(sm_count(x.get_device())); }
 
 // Words a staged cell: 8 a k-step (8 fp32 or 16 half channels) and 4 of padding, so 8 consecutive cells at this
 // pitch (48 or 80 bytes) hit 8 distinct 16-byte bank groups.
@@ -348,8 +402,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
   }
 
-  // Accumulator (cell g or g + 8 of m-tile mi, outputs 2t and 2t + 1 of n-tile nt) to output (s a + r, s b + q) of
-  // its channel; rows and columns past the output (the last cells of an axis the stride does not divide) are dropped.
+  // Accumulator (cell g or g + 8 of m-tile mi, outputs 2t and 2t + 1 of n-tile nt) to output (s a + r - c, s b + q - c)
+  // of its channel; rows and columns outside the output (the first cells' before a shift, the last cells' where the
+  // stride does not divide) are dropped.
   const int gq = lane >> 2, t = lane & 3;
   const int64_t plane = int64_t(sg.hout) * sg.wout;
   T* yb = y + (img * p.Cout + int64_t(grp) * sg.cout_g) * plane;
@@ -362,23 +417,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int e = 0; e < 2; ++e) {
       const int n = 8 * nt + 2 * t + e, ss = sg.sh * sg.sw, co = n / ss, r = n - co * ss, ph = r / sg.sw;
       const bool ok = n < sg.n;
-      nr[nt][e] = ok ? ph : sg.hout;  // an output row no cell has
+      nr[nt][e] = ok ? ph : -(1 << 30);  // an output row no cell has
       nq[nt][e] = r - ph * sg.sw;
       noff[nt][e] = int64_t(co) * plane + int64_t(ph) * sg.wout + nq[nt][e];
       nb[nt][e] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * sg.cout_g + co]) : 0.f;
     }
-  const int oh = (a0 + warp) * sg.sh;
+  const int oh = (a0 + warp) * sg.sh - sg.ch;
 #pragma unroll
   for (int mi = 0; mi < 2; ++mi) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int ow = (b0 + mi * 16 + gq + 8 * h) * sg.sw;
+      const int ow = (b0 + mi * 16 + gq + 8 * h) * sg.sw - sg.cw;
       const int64_t cell = int64_t(oh) * sg.wout + ow;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e)
-          if (oh + nr[nt][e] < sg.hout && ow + nq[nt][e] < sg.wout)
+          // Unsigned: a shifted first cell's outputs before row or column 0 are dropped too.
+          if (unsigned(oh + nr[nt][e]) < unsigned(sg.hout) && unsigned(ow + nq[nt][e]) < unsigned(sg.wout))
             yb[cell + noff[nt][e]] = static_cast<T>(acc[mi][nt][2 * h + e] + nb[nt][e]);
     }
   }
@@ -422,14 +478,14 @@ bool cells_supports(const ConvTParams& p, const at::Tensor& x) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && dt != at::kFloat) return false;
   CellsGeom sg;
-  return geometry(p, sg);
+  return geometry(p, sg, resident_blocks(x));
 }
 
 void launch_cells(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   bool tf32, int ksteps, cudaStream_t stream) {
   CONVT_CHECK(ksteps >= 0 && ksteps <= 2, "convt: the cells kernel stages 1 or 2 k-steps a chunk, not ", ksteps);
   CellsGeom sg;
-  CONVT_CHECK(geometry(p, sg), "convt: the cells kernel does not take this shape");
+  CONVT_CHECK(geometry(p, sg, resident_blocks(x)), "convt: the cells kernel does not take this shape");
   // Two k-steps a chunk halve the chunks' barriers and exposed load latencies, but where they pad the last chunk past
   // what one k-step a chunk pads, the padding's mma costs more (GPU time alone, H200, one against two: dcgan-64-3-n64,
   // 64 channels, TF32 25.2 -> 23.5 us, fp16 18.5 -> 17.6; fsrcnn-56-1-n1, 56 channels, TF32 28.0 -> 31.8, fp16 20.3

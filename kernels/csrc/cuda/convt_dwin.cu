@@ -407,12 +407,6 @@ DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   return d;
 }
 
-int sm_count(int dev) {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {

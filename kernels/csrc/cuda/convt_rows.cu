@@ -17,6 +17,7 @@
 
 #include "../convt_params.h"
 #include "convt_rows.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -189,12 +190,6 @@ void launch_cout(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // Warps of the whole grid at this tile (the y and z dimensions: phases and groups).
 int64_t grid_warps(const ConvTParams& p, int rows) {
   return (row_threads(p, rows) + 31) / 32 * p.groups * std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
-}
-
-int sm_count(int device) {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
 }
 
 // The widest split the kernel takes: 8 warps, 4 in double (its shared sums would pass 48 KB).

@@ -689,12 +689,6 @@ void launch_math(const ConvTParams& p, const StripShape& s, const at::Tensor& x,
   launch<scalar_t, CO_T, false>(p, s, x, w, b, out, sms, stream);
 }
 
-int sm_count(int device) {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 }  // namespace
 
 bool strip_supports(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma) {

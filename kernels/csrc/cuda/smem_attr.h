@@ -1,6 +1,7 @@
-// A kernel's dynamic shared-memory limit, raised once per kernel and device rather than before every launch:
-// cudaFuncSetAttribute is a driver call (a function lookup under a lock) that a batch-1 decoder layer, a few
-// microseconds of GPU time, would otherwise pay on each call.
+// Device facts the launches need on every call, each asked of the driver once: a kernel's dynamic shared-memory
+// limit, raised once per kernel and device rather than before every launch (cudaFuncSetAttribute is a driver call, a
+// function lookup under a lock, that a batch-1 decoder layer, a few microseconds of GPU time, would otherwise pay on
+// each call), and a device's SM count.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -27,6 +28,15 @@ inline void allow_dynamic_smem(const void* kernel, int bytes) {
 template <typename Kernel>
 void allow_dynamic_smem(Kernel* kernel, int bytes) {
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+}
+
+inline int sm_count(int device) {
+  static std::mutex mu;
+  static std::map<int, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  int& sms = known[device];
+  if (sms == 0) C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
 }
 
 }  // namespace convt
