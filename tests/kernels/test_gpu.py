@@ -506,6 +506,60 @@ def test_cells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+def taps_fits(case: Case, precision: str) -> bool:
+    """The taps kernel's limits (convt_taps.cu geometry): fp16, bf16 and fp32 as TF32; a pixel's products (Cout/g x
+    KH x KW) at most 96; input channels a group at most 64; at the cells' shift, at most 8 input offsets a axis and
+    sh x sw x the offsets at most 1024."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
+    if precision not in ("float32-tf32", "float16", "bfloat16") or max(kh, kw) > 127 or max(sh, sw) > 16:
+        return False
+    if case.cout // case.groups * kh * kw > 96 or case.cin // case.groups > 64:
+        return False
+    if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
+        return False
+    uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
+    return uh <= 8 and uw <= 8 and sh * sw * uh * uw <= 1024
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_taps_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random problems forced onto the taps kernel (a pixel's products, Cout/g x KH x KW, as GEMM columns into shared
+    memory, each output summing its taps' products): strides 1-4 a axis, kernels past and below the stride, padding
+    past the kernel, output padding, dilation, pure-fill phases, images of one unit and of many cut by their edges,
+    channels not a multiple of the k-step and fewer than one, groups, batch, bias, non-contiguous input, outputs off
+    alignment. Strict fp32 and float64, which it does not take, check the fallback."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "taps")
+    rng = random.Random(seed * 7919 + i)
+    for _ in range(1000):
+        base = random_case(rng, max_hw=6, max_ch=2)
+        s = (rng.randint(1, 4), rng.randint(1, 4))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        k = (rng.randint(1, 3 * s[0]), rng.randint(1, 3 * s[1]))
+        g = rng.choice([1, 1, 2])
+        cin_g, cout_g = rng.choice([1, 5, 8, 17, 40, 64]), rng.randint(1, max(1, 96 // (k[0] * k[1])))
+        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, (rng.randint(1, 30), rng.randint(1, 60)), s,
+                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
+                    noncontiguous=base.noncontiguous)
+        if min(case.out_hw()) > 0 and taps_fits(case, "float16"):
+            break
+    want = "taps" if taps_fits(case, precision) else "ffma"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 7919 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
+def test_taps_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """FSRCNN's 9x9 stride-3 layer (81 products a pixel, 3 x 3 offsets at a shift of one, 256 x 256 input) and DCGAN's
+    64->3 layer (48 products, 2 x 2 offsets, batch 64), full size, forced onto the taps kernel."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "taps")
+    case = Case(*DECODER_LAYERS[layer], True)
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("taps" if taps_fits(case, precision) else "ffma"), layer
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1", "dcgan-512-256-n64", "dcgan-128-64-n1"])
 def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):

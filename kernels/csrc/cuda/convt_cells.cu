@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cells_axis.h"
 #include "convt_cells.h"
 #include "smem_attr.h"
 
@@ -27,10 +28,10 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBR = kWarps;                // cell rows a block: a warp a row of two 16-cell m-tiles
 constexpr int kBC = 32;                    // cell columns a block
-constexpr int kMaxU = 8;                   // input offsets a axis (a table row)
+constexpr int kMaxU = kAxisMaxU;           // input offsets a axis (a table row)
 constexpr int kMaxUH = 5;                  // input offsets along the height (the staged halo's rows)
 constexpr int kMaxUU = 16;                 // offsets in all (a B register each a chunk)
-constexpr int kMaxS = 16;                  // stride a axis (a cell's outputs are at most 16)
+constexpr int kMaxS = kAxisMaxS;           // stride a axis (a cell's outputs are at most 16)
 constexpr int kPitchC = kBC + kMaxU;       // staged cells a halo row (32 + uw - 1 used)
 constexpr int kMaxHR = kBR + kMaxUH - 1;
 constexpr int kSlots = (kMaxHR * kPitchC + kThreads - 1) / kThreads;  // a thread's staged cells, at most
@@ -49,53 +50,6 @@ struct CellsGeom {
   // Per axis, the tap of phase r that reads offset i, or -1: [r * kMaxU + i].
   int8_t th[kMaxS * kMaxU], tw[kMaxS * kMaxU];
 };
-
-// Per axis, at a shift c in [0, s): cell a covers outputs s a - c .. s a - c + s - 1, and its phase r (output
-// o = s a + r - c) takes tap k where r - c + pad - k * dil is a multiple of s, from input a + (r - c + pad - k * dil)
-// / s; one tap a (phase, offset) at most. u: the distinct offsets its phases read, d0 the least; tab: [r * kMaxU + i],
-// the tap of phase r at offset d0 + i, or -1.
-struct AxisCells {
-  int u = 0, d0 = 0, c = 0;
-  int8_t tab[kMaxS * kMaxU];
-};
-
-bool axis_offsets(int64_t s, int64_t pad, int64_t dil, int64_t K, int64_t c, AxisCells& ax) {
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (int64_t r = 0; r < s; ++r)
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t t = r - c + pad - k * dil;
-      if (floor_mod(t, s) == 0) {
-        lo = std::min(lo, t / s);
-        hi = std::max(hi, t / s);
-      }
-    }
-  if (hi - lo + 1 > kMaxU || lo < -(int64_t(1) << 30) || hi > (int64_t(1) << 30)) return false;
-  ax.u = static_cast<int>(hi - lo + 1);
-  ax.d0 = static_cast<int>(lo);
-  ax.c = static_cast<int>(c);
-  std::fill(ax.tab, ax.tab + kMaxS * kMaxU, int8_t(-1));
-  for (int64_t r = 0; r < s; ++r)
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t t = r - c + pad - k * dil;
-      if (floor_mod(t, s) == 0) ax.tab[r * kMaxU + (t / s - lo)] = static_cast<int8_t>(k);
-    }
-  return true;
-}
-
-// An axis's candidates: no shift, and the shift whose phases read the fewest offsets (FSRCNN's 9x9 stride 3 reads
-// 4 unshifted and 3 at c = 1; DCGAN's 4x4 stride 2 reads 3, then 2). Returns how many fit (0-2).
-int axis_candidates(int64_t s, int64_t pad, int64_t dil, int64_t K, AxisCells (&out)[2]) {
-  if (s > kMaxS || (K - 1) * dil > s * (kMaxU + 1)) return 0;
-  int n = 0;
-  if (axis_offsets(s, pad, dil, K, 0, out[0])) ++n;
-  AxisCells best;
-  for (int64_t c = 1; c < s; ++c) {
-    AxisCells ax;
-    if (axis_offsets(s, pad, dil, K, c, ax) && (best.u == 0 || ax.u < best.u)) best = ax;
-  }
-  if (best.u != 0 && (n == 0 || best.u < out[0].u)) out[n++] = best;
-  return n;
-}
 
 // False where the shape is outside the kernel's limits (convt_cells.h). slots: blocks the device runs at once. A
 // shift adds a row or column of cells (part of the first and last cells falls outside the output), which can add a
