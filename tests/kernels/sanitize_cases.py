@@ -1,4 +1,5 @@
-"""A few configurations, one per code path, run under compute-sanitizer by test_gpu.py."""
+"""A few configurations, one per code path, run under compute-sanitizer by test_gpu.py. CONVT_SANITIZE_ALGOS (a
+comma-separated list of forced algos) runs only those configurations, for a check of one kernel's paths."""
 
 import os
 
@@ -124,8 +125,12 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 68, 40, (3, 3), (8, 96), 5, 1, 4, 2, 2, torch.float32, "wgh64s", True),
 ]
 
+ONLY = [a for a in os.environ.get("CONVT_SANITIZE_ALGOS", "").split(",") if a]
+
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:
     algo, tf32 = path or ("auto", True)
+    if ONLY and algo not in ONLY:
+        continue
     os.environ["CONVT_CUDA_ALGO"] = algo
     torch.backends.cudnn.allow_tf32 = tf32
     x = torch.randn(n, cin, *hw, device="cuda", dtype=dt)

@@ -121,22 +121,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int m = 0; m < kPre; ++m) {
       if (2 * m < g.kpad) {
         const int c = sch + 2 * m;
-        uint32_t v = ok && c < g.cin_g ? uint32_t(__ldg(src + 2 * m * hw)) : 0u;
-        if constexpr (!kHalf) v = tf32_bits(v);
-        pre[m] = v;
+        pre[m] = ok && c < g.cin_g ? uint32_t(__ldg(src + 2 * m * hw)) : 0u;
       }
     }
   };
+  // TF32 rounding here, not as loaded: the loads are in flight under a unit's products, and an instruction that
+  // used them there would wait for them.
   auto store_unit = [&]() {
 #pragma unroll
     for (int m = 0; m < kPre; ++m)
-      if (2 * m < g.kpad) sin[(sch + 2 * m) * kCP + srow * kPx + spx] = static_cast<Bits>(pre[m]);
+      if (2 * m < g.kpad)
+        sin[(sch + 2 * m) * kCP + srow * kPx + spx] = static_cast<Bits>(kHalf ? pre[m] : tf32_bits(pre[m]));
   };
 
   // The col2im: a thread owns output column oc of the unit's run (cells' columns x sw phases) and every
   // lanes_per-th of its rows (output channel x cell row x height phase).
   const int ow_n = g.sc * g.sw, lanes_per = kThreads / ow_n, oc = tid % ow_n, sub = tid / ow_n;
   const int bl = oc / g.sw, q = oc - bl * g.sw, rows_n = g.emit * g.sh, uu = g.uh * g.uw;
+  const int inv_sh = (65536 + g.sh - 1) / g.sh;
   const int64_t plane = int64_t(g.hout) * g.wout;
 
   const int gq = lane >> 2, t = lane & 3;
@@ -192,16 +194,32 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int ox = (un.b0 + bl) * g.sw - g.cw + q;
       T* yb = y + (int64_t(un.img) * p.Cout + int64_t(grp) * g.cout_g) * plane + ox;
       if (unsigned(ox) < unsigned(g.wout)) {
-        for (int idx = sub; idx < g.cout_g * rows_n; idx += lanes_per) {
-          const int co = idx / rows_n, rr = idx - co * rows_n, al = rr / g.sh, r = rr - al * g.sh;
+        // Rows idx = co x rows_n + rr, rr = al x sh + r, stepped without divisions (al by a multiply: rr < 2^16 / sh).
+        int co = 0, rr = sub;
+        while (rr >= rows_n) rr -= rows_n, ++co;
+        for (; co < g.cout_g; rr += lanes_per) {
+          if (rr >= rows_n) {
+            rr -= rows_n;
+            ++co;
+            while (rr >= rows_n) rr -= rows_n, ++co;
+            if (co >= g.cout_g) break;
+          }
+          const int al = (rr * inv_sh) >> 16, r = rr - al * g.sh;
           const int oy = (un.a0 + al) * g.sh - g.ch + r;
           if (unsigned(oy) >= unsigned(g.hout)) continue;
           const float* base = pbuf + (al * kPx + bl) * g.pp + co * g.kk;
           const int* tp = tab + (r * g.sw + q) * uu;
           float s = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
-          for (int m = 0; m < uu; ++m) {
-            const int off = tp[m];
-            if (off >= 0) s += base[off];
+          // Four taps' table reads, then their four products' reads, in flight together.
+          for (int m = 0; m < uu; m += 4) {
+            int off[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) off[e] = m + e < uu ? tp[m + e] : -1;
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = off[e] >= 0 ? base[off[e]] : 0.f;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s += v[e];
           }
           yb[co * plane + int64_t(oy) * g.wout] = static_cast<T>(s);
         }
