@@ -508,8 +508,9 @@ def test_cells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
 
 def taps_fits(case: Case, precision: str) -> bool:
     """The taps kernel's limits (convt_taps.cu geometry): fp16, bf16 and fp32 as TF32; a pixel's products (Cout/g x
-    KH x KW) at most 96; input channels a group at most 64; at the cells' shift, at most 8 input offsets a axis and
-    sh x sw x the offsets at most 1024."""
+    KH x KW) at most 96; input channels a group at most 64; at the cells' shift, at most 8 input offsets a axis,
+    sh x sw x the offsets at most 1024, and a unit's (height phase, output column) lanes, sh x sw x (17 - width
+    offsets), at most 256."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
     if precision not in ("float32-tf32", "float16", "bfloat16") or max(kh, kw) > 127 or max(sh, sw) > 16:
         return False
@@ -518,7 +519,7 @@ def taps_fits(case: Case, precision: str) -> bool:
     if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
         return False
     uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
-    return uh <= 8 and uw <= 8 and sh * sw * uh * uw <= 1024
+    return uh <= 8 and uw <= 8 and sh * sw * uh * uw <= 1024 and sh * sw * (17 - uw) <= 256
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

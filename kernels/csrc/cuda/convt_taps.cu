@@ -34,6 +34,7 @@ constexpr int kMaxKPad = 64;              // input channels a group, padded to t
 constexpr int kCP = kRows * kPx + 8;      // staged elements a channel
 constexpr int kPre = kMaxKPad * kRows * kPx / kThreads;  // a thread's staged elements a unit, at most
 constexpr int kMaxTab = 1024;             // (phase, offset) entries
+constexpr int kRegTaps = 9;               // a col2im thread's tap offsets held in registers (3 x 3 offsets)
 
 struct TapsGeom {
   int hin, win, hout, wout;
@@ -56,6 +57,14 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
+}
+
+// A pointer the compiler cannot fold back into the kernel parameter it came from, so each load's address is one
+// 32-bit offset added to it (convt_cells.cu).
+template <typename P>
+__device__ __forceinline__ const P* opaque(const P* p) {
+  asm("" : "+l"(p));
+  return p;
 }
 
 struct Unit {
@@ -99,47 +108,64 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     wb[e] = v;
   }
-  for (int e = tid; e < g.ntab; e += kThreads) {
-    const int uu = g.uh * g.uw, pq = e / uu, m = e - pq * uu, i = m / g.uw, j = m - i * g.uw;
-    const int r = pq / g.sw, q = pq - r * g.sw;
-    const int kh = g.th[r * kAxisMaxU + i], kw = g.tw[q * kAxisMaxU + j];
-    tab[e] = kh >= 0 && kw >= 0 ? (i * kPx + j) * g.pp + kh * g.kw + kw : -1;
+  // The col2im's table: per phase (r, q), the P offsets of its taps' products, compacted to the front of its row
+  // (uh x uw entries) in (i, j) order, then -1s.
+  for (int pq = tid; pq < g.sh * g.sw; pq += kThreads) {
+    const int r = pq / g.sw, q = pq - r * g.sw, uu = g.uh * g.uw;
+    int n = 0;
+    for (int i = 0; i < g.uh; ++i)
+      for (int j = 0; j < g.uw; ++j) {
+        const int kh = g.th[r * kAxisMaxU + i], kw = g.tw[q * kAxisMaxU + j];
+        if (kh >= 0 && kw >= 0) tab[pq * uu + n++] = (i * kPx + j) * g.pp + kh * g.kw + kw;
+      }
+    while (n < uu) tab[pq * uu + n++] = -1;
   }
 
-  // Staging: a thread owns pixel tid % 16 of unit row (tid / 16) % 8, channels tid / 128 + 2 m.
+  // Staging: a thread owns pixel tid % 16 of unit row (tid / 16) % 8, channels tid / 128 + 2 m, m < kPre. Every
+  // slot is loaded (as zero past the group's channels or outside the image: one guard a unit, not one a load) and
+  // stored, so the loops have no branches, and a load's address is one 32-bit offset from an opaque base (Cin/g x H x
+  // W < 2^31, taps_supports).
   const int spx = tid & 15, srow = (tid >> 4) & 7, sch = tid >> 7;
-  const int64_t hw = int64_t(g.hin) * g.win;
+  const unsigned hw2 = 2u * unsigned(g.hin) * unsigned(g.win);
   uint32_t pre[kPre];
   auto load_unit = [&](int u) {
     bool ok = u < g.units;
     const Unit un = unit_of(g, ok ? u : 0);
     const int iy = un.a0 + g.da0 + srow, ix = un.b0 + g.db0 + spx;
     ok = ok && iy >= 0 && iy < g.hin && ix >= 0 && ix < g.win;
-    const Bits* src = reinterpret_cast<const Bits*>(x) + (int64_t(un.img) * p.Cin + int64_t(grp) * g.cin_g) * hw +
-                      (ok ? (sch * hw + int64_t(iy) * g.win + ix) : 0);
+    const int nval = ok ? (g.cin_g - sch + 1) / 2 : 0;  // slots m < nval hold channels of the group
+    const Bits* src = opaque(reinterpret_cast<const Bits*>(x) +
+                             (int64_t(un.img) * p.Cin + int64_t(grp) * g.cin_g) * (hw2 / 2));
+    const unsigned off = ok ? unsigned(sch) * (hw2 / 2) + unsigned(iy) * unsigned(g.win) + unsigned(ix) : 0u;
 #pragma unroll
-    for (int m = 0; m < kPre; ++m) {
-      if (2 * m < g.kpad) {
-        const int c = sch + 2 * m;
-        pre[m] = ok && c < g.cin_g ? uint32_t(__ldg(src + 2 * m * hw)) : 0u;
-      }
-    }
+    for (int m = 0; m < kPre; ++m) pre[m] = m < nval ? uint32_t(__ldg(src + (off + unsigned(m) * hw2))) : 0u;
   };
   // TF32 rounding here, not as loaded: the loads are in flight under a unit's products, and an instruction that
   // used them there would wait for them.
+  Bits* sdst = sin + sch * kCP + srow * kPx + spx;
   auto store_unit = [&]() {
 #pragma unroll
-    for (int m = 0; m < kPre; ++m)
-      if (2 * m < g.kpad)
-        sin[(sch + 2 * m) * kCP + srow * kPx + spx] = static_cast<Bits>(kHalf ? pre[m] : tf32_bits(pre[m]));
+    for (int m = 0; m < kPre; ++m) sdst[2 * m * kCP] = static_cast<Bits>(kHalf ? pre[m] : tf32_bits(pre[m]));
   };
 
-  // The col2im: a thread owns output column oc of the unit's run (cells' columns x sw phases) and every
-  // lanes_per-th of its rows (output channel x cell row x height phase).
-  const int ow_n = g.sc * g.sw, lanes_per = kThreads / ow_n, oc = tid % ow_n, sub = tid / ow_n;
-  const int bl = oc / g.sw, q = oc - bl * g.sw, rows_n = g.emit * g.sh, uu = g.uh * g.uw;
-  const int inv_sh = (65536 + g.sh - 1) / g.sh;
-  const int64_t plane = int64_t(g.hout) * g.wout;
+  // The col2im: a thread owns one output column oc of the unit's run (cells' columns x sw phases) in one height
+  // phase r, and every lanes_per-th of the (output channel, cell row) pairs there. Its phase is fixed, so its taps'
+  // P offsets are too: up to kRegTaps of them in registers, the rest of the table read as it goes.
+  const int run = g.sc * g.sw, lanes = g.sh * run, lanes_per = kThreads / lanes;
+  const int sub = tid / lanes, rq = tid - sub * lanes, r = rq / run, oc = rq - r * run;
+  const int bl = oc / g.sw, q = oc - bl * g.sw, uu = g.uh * g.uw, rows = g.cout_g * g.emit;
+  const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
+
+  __syncthreads();  // the table
+  const int* tab_row = tab + (r * g.sw + q) * uu;  // (only read where sub < lanes_per: r, q in range)
+  int toff[kRegTaps];
+  int ntap = 0, ntap_all = 0;
+  if (sub < lanes_per) {
+    while (ntap_all < uu && tab_row[ntap_all] >= 0) ++ntap_all;
+    ntap = ntap_all < kRegTaps ? ntap_all : kRegTaps;
+  }
+#pragma unroll
+  for (int m = 0; m < kRegTaps; ++m) toff[m] = m < ntap ? tab_row[m] : 0;
 
   const int gq = lane >> 2, t = lane & 3;
   int u = blockIdx.x;
@@ -192,36 +218,25 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (sub < lanes_per) {
       const Unit un = unit_of(g, u);
       const int ox = (un.b0 + bl) * g.sw - g.cw + q;
-      T* yb = y + (int64_t(un.img) * p.Cout + int64_t(grp) * g.cout_g) * plane + ox;
       if (unsigned(ox) < unsigned(g.wout)) {
-        // Rows idx = co x rows_n + rr, rr = al x sh + r, stepped without divisions (al by a multiply: rr < 2^16 / sh).
-        int co = 0, rr = sub;
-        while (rr >= rows_n) rr -= rows_n, ++co;
-        for (; co < g.cout_g; rr += lanes_per) {
-          if (rr >= rows_n) {
-            rr -= rows_n;
-            ++co;
-            while (rr >= rows_n) rr -= rows_n, ++co;
-            if (co >= g.cout_g) break;
-          }
-          const int al = (rr * inv_sh) >> 16, r = rr - al * g.sh;
+        T* yb = y + (int64_t(un.img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + ox;
+        int co = 0, al = sub;  // (co, al) stepped by lanes_per without divisions
+        while (al >= g.emit) al -= g.emit, ++co;
+        for (int idx = sub; idx < rows; idx += lanes_per) {
           const int oy = (un.a0 + al) * g.sh - g.ch + r;
-          if (unsigned(oy) >= unsigned(g.hout)) continue;
-          const float* base = pbuf + (al * kPx + bl) * g.pp + co * g.kk;
-          const int* tp = tab + (r * g.sw + q) * uu;
-          float s = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
-          // Four taps' table reads, then their four products' reads, in flight together.
-          for (int m = 0; m < uu; m += 4) {
-            int off[4];
+          if (unsigned(oy) < unsigned(g.hout)) {
+            const float* base = pbuf + (al * kPx + bl) * g.pp + co * g.kk;
+            float s = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
+            float v[kRegTaps];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) off[e] = m + e < uu ? tp[m + e] : -1;
-            float v[4];
+            for (int m = 0; m < kRegTaps; ++m) v[m] = m < ntap ? base[toff[m]] : 0.f;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = off[e] >= 0 ? base[off[e]] : 0.f;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s += v[e];
+            for (int m = 0; m < kRegTaps; ++m) s += v[m];
+            for (int m = kRegTaps; m < ntap_all; ++m) s += base[tab_row[m]];
+            yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(s);
           }
-          yb[co * plane + int64_t(oy) * g.wout] = static_cast<T>(s);
+          al += lanes_per;
+          while (al >= g.emit) al -= g.emit, ++co;
         }
       }
     }
@@ -232,7 +247,7 @@ int n_tiles(int64_t nc) { return nc <= 48 ? 6 : nc <= 88 ? 11 : 12; }
 
 int smem_bytes(const TapsGeom& g, int nt, int elem) {
   return 4 * (g.kpad / (elem == 2 ? 16 : 8) * nt * 64 + kRows * kPx * g.pp + ((g.ntab + 3) & ~3)) +
-         g.kpad * kCP * elem;
+         kMaxKPad * kCP * elem;
 }
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
@@ -246,11 +261,11 @@ bool geometry(const ConvTParams& p, int elem, int smem_limit, TapsGeom& g) {
   const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];  // the fewest offsets: the shifted candidate where there is one
   if (h.u > kRows || w.u > kPx || p.sh * p.sw * h.u * w.u > kMaxTab) return false;
   const int64_t lim = int64_t(1) << 31;
-  if (p.Cin_g * p.Hin * p.Win >= lim || p.Hout * p.Wout >= lim) return false;
+  if (2 * p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   g.emit = kRows - h.u + 1;
   g.sc = kPx - w.u + 1;
-  if (g.sc * p.sw > kThreads) return false;  // the col2im's columns a unit
+  if (g.sc * p.sw * p.sh > kThreads) return false;  // the col2im's (height phase, column) lanes a unit
   const int64_t steps = (hc + g.emit - 1) / g.emit, strips = (wc + g.sc - 1) / g.sc;
   if (p.N * steps * strips >= lim) return false;
   g.hin = static_cast<int>(p.Hin);
