@@ -130,19 +130,6 @@ __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
-// Rounds an fp32 (its bits) to TF32, half an ulp away from zero, leaving Inf and NaN as they are: the mma reads
-// only a TF32 operand's upper 19 bits (CUTLASS's round_half_ulp_truncate), so this is cvt.rna's result in two or
-// three integer instructions rather than the five sm_90 spends on cvt.rna.
-__device__ __forceinline__ uint32_t tf32_bits(uint32_t v) { return (v & 0x7f800000u) == 0x7f800000u ? v : v + 0x1000u; }
-
-// A pointer the compiler cannot fold back into the kernel parameter it came from, so each load's address is one
-// 32-bit offset added to it (IMAD.WIDE) rather than a 64-bit sum rebuilt from the parameter every time.
-template <typename P>
-__device__ __forceinline__ const P* opaque(const P* p) {
-  asm("" : "+l"(p));
-  return p;
-}
-
 // KS: k-steps a chunk (8 or 16 fp32 channels, 16 or 32 half).
 template <typename T, bool kStrict, int NT, int KS>
 __global__ void __launch_bounds__(kThreads, 2)

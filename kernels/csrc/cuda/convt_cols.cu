@@ -97,13 +97,6 @@ __device__ __forceinline__ Owned tile_of(const ColsGeom& sg, int mt) {
           own_start(tx + 1, sg.tiles_w, sg.stw, sg.sw, sg.pw, sg.reach_w, sg.wout)};
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
 // One staged chunk into the warp's 64 x 32 accumulators, columns wcol.., k-steps of part kpart of kParts (the
 // whole chunk, or half of it where two warps share columns). As/Bs: [k][pixel] and [k][column] slabs.
 template <typename T, typename Tl, bool kStrict, int kParts>

@@ -49,24 +49,6 @@ struct TapsGeom {
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
 
-// Rounds an fp32 (its bits) to TF32, half an ulp away from zero, leaving Inf and NaN as they are (convt_cells.cu).
-__device__ __forceinline__ uint32_t tf32_bits(uint32_t v) { return (v & 0x7f800000u) == 0x7f800000u ? v : v + 0x1000u; }
-
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
-// A pointer the compiler cannot fold back into the kernel parameter it came from, so each load's address is one
-// 32-bit offset added to it (convt_cells.cu).
-template <typename P>
-__device__ __forceinline__ const P* opaque(const P* p) {
-  asm("" : "+l"(p));
-  return p;
-}
-
 struct Unit {
   int img, a0, b0;  // image, first cell row, first cell column
 };
@@ -189,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         // ldmatrix.trans: matrix li is channels (li / 2) * 8.. x pixels (li % 2) * 8.., so thread (g, t) gets the
         // channel pair 2t, 2t + 1 of pixel g: a0..a3 of m16n8k16's A.
         const int li = lane >> 3, r8 = lane & 7;
-        ldsm_x4_trans(a, sin + (ks * 16 + (li >> 1) * 8 + r8) * kCP + warp * kPx + (li & 1) * 8);
+        ldmatrix_x4_trans(a, sin + (ks * 16 + (li >> 1) * 8 + r8) * kCP + warp * kPx + (li & 1) * 8);
       } else {
         // m16n8k8 TF32: a0 (pixel g, channel t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
         const uint32_t* ap = sin + (ks * 8 + t) * kCP + warp * kPx + gq;
