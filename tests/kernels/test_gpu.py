@@ -462,6 +462,27 @@ def cells_fits(case: Case, dtype) -> bool:
     return uh <= 5 and uw <= 8 and uh * uw <= 16
 
 
+def strided_case(rng, cin_gs, cout_g_max, max_hw, fits) -> Case:
+    """A random problem for the few-output-channel strided kernels (cells, taps) that `fits` takes: strides 1-4 a
+    axis, dilation 1-2, kernels up to 3 strides, padding past the kernel, every legal output padding, groups of 1 or
+    2, cin_gs input channels a group, 1..cout_g_max(stride, kernel) output channels a group, images up to max_hw."""
+    for _ in range(1000):
+        base = random_case(rng, max_hw=6, max_ch=2)
+        s = (rng.randint(1, 4), rng.randint(1, 4))
+        d = (rng.randint(1, 2), rng.randint(1, 2))
+        k = (rng.randint(1, 3 * s[0]), rng.randint(1, 3 * s[1]))
+        g = rng.choice([1, 1, 2])
+        cin_g, cout_g = rng.choice(cin_gs), rng.randint(1, max(1, cout_g_max(s, k)))
+        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k,
+                    (rng.randint(1, max_hw[0]), rng.randint(1, max_hw[1])), s,
+                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
+                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
+                    noncontiguous=base.noncontiguous)
+        if min(case.out_hw()) > 0 and fits(case):
+            return case
+    raise AssertionError("no random case fits")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(40))
 def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
@@ -475,19 +496,8 @@ def test_cells_kernel_cuda(seed, precision, i, monkeypatch):
     monkeypatch.setenv("CONVT_CUDA_ALGO", CELLS_ALGOS[i % 3])
     rng = random.Random(seed * 8191 + i)
     dtype = TORCH_DTYPE[precision]
-    for _ in range(1000):
-        base = random_case(rng, max_hw=6, max_ch=2)
-        s = (rng.randint(1, 4), rng.randint(1, 4))
-        d = (rng.randint(1, 2), rng.randint(1, 2))
-        k = (rng.randint(1, 3 * s[0]), rng.randint(1, 3 * s[1]))
-        g = rng.choice([1, 1, 2])
-        cin_g, cout_g = rng.choice([1, 5, 8, 17, 40]), rng.randint(1, max(1, 16 // (s[0] * s[1])))
-        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, (rng.randint(1, 24), rng.randint(1, 80)), s,
-                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
-                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
-                    noncontiguous=base.noncontiguous)
-        if min(case.out_hw()) > 0 and cells_fits(case, torch.float32):
-            break
+    case = strided_case(rng, [1, 5, 8, 17, 40], lambda s, k: 16 // (s[0] * s[1]), (24, 80),
+                        lambda c: cells_fits(c, torch.float32))
     want = "cells" if cells_fits(case, dtype) else "ffma"
     assert path_taken(case, dtype) == want, f"not on the {want} path: {case}"
     check_cuda(case, precision, seed * 8191 + i, out_offset=rng.choice([0, 1]))
@@ -532,19 +542,8 @@ def test_taps_kernel_cuda(seed, precision, i, monkeypatch):
     alignment. Strict fp32 and float64, which it does not take, check the fallback."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "taps")
     rng = random.Random(seed * 7919 + i)
-    for _ in range(1000):
-        base = random_case(rng, max_hw=6, max_ch=2)
-        s = (rng.randint(1, 4), rng.randint(1, 4))
-        d = (rng.randint(1, 2), rng.randint(1, 2))
-        k = (rng.randint(1, 3 * s[0]), rng.randint(1, 3 * s[1]))
-        g = rng.choice([1, 1, 2])
-        cin_g, cout_g = rng.choice([1, 5, 8, 17, 40, 64]), rng.randint(1, max(1, 96 // (k[0] * k[1])))
-        case = Case(rng.choice([1, 2]), cin_g * g, cout_g * g, k, (rng.randint(1, 30), rng.randint(1, 60)), s,
-                    (rng.randint(0, k[0]), rng.randint(0, k[1])),
-                    tuple(rng.randrange(max(si, di)) for si, di in zip(s, d)), d, g, base.bias,
-                    noncontiguous=base.noncontiguous)
-        if min(case.out_hw()) > 0 and taps_fits(case, "float16"):
-            break
+    case = strided_case(rng, [1, 5, 8, 17, 40, 64], lambda s, k: 96 // (k[0] * k[1]), (30, 60),
+                        lambda c: taps_fits(c, "float16"))
     want = "taps" if taps_fits(case, precision) else "ffma"
     assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
     check_cuda(case, precision, seed * 7919 + i, out_offset=rng.choice([0, 1]))
