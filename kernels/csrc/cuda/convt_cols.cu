@@ -621,8 +621,7 @@ int pick_channels(const ConvTParams& p, int wm, int elem_bytes, int forced, int 
   while (c > 1 && !ok(c)) --c;
   if (!ok(c)) return natural;  // no count copies whole: by element
   if (forced != 0) return c;
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count(device);
   while (c > 1 && ok(c / 2) && blocks(c / 2) <= sms) c /= 2;
   return c;
 }

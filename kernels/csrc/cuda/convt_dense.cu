@@ -375,12 +375,6 @@ StrideOneDims StrideOneDims::of(const ConvTParams& p) {
   return d;
 }
 
-int max_smem_optin(int device) {
-  int v = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return v;
-}
-
 bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseTile tile) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && dt != at::kFloat) return false;

@@ -32,9 +32,6 @@ struct StrideOneDims {
 
 // fp32 (TF32 where tf32, else 3xTF32), fp16, bf16; stride 1; input rows in whole 16-byte copies (width a
 // multiple of 16 bytes, a 16-byte-aligned input); a halo and a chunk's weights that fit shared memory.
-// The device's opt-in shared memory a block, in bytes (the dense kernels' stages are sized to it).
-int max_smem_optin(int device);
-
 bool dense_supports(const ConvTParams& p, const at::Tensor& x, bool tf32, DenseTile tile = {});
 void launch_dense(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, bool tf32, DenseTile tile, cudaStream_t stream);

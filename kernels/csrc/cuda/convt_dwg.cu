@@ -793,8 +793,7 @@ void launch_ws(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, c
   const at::Tensor packed = pack_weights<T>(p, d, x, w, !RA, stream);
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = sm_count(dev);
   auto kernel = convt_dws_kernel<T, MS, G, NP, PP, NC, RA>;
   allow_dynamic_smem(kernel, d.smem_bytes);
   // The tickets' counter (see the kernel), zeroed a launch.

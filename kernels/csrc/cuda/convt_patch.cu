@@ -482,8 +482,7 @@ bool patch_supports(const ConvTParams& p) {
 // limit (max_warps) allow: the split trades a block's sum in shared memory for warps that hide each other's latency
 // (fsrcnn-56-1-n1: 128 blocks of 9 warps with 16 rows a thread; dcgan-64-3-n64: 128 blocks of 8).
 int patch_auto_split(const ConvTParams& p, size_t acc_bytes, int device) {
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count(device);
   const int64_t cap = int64_t(sms) * 16;
   const int64_t warps = blocks(p, geometry(p, 1, sizeof(float))) * phases(p) * row_groups(p);
   int split = 1;

@@ -642,9 +642,7 @@ int64_t smem_bytes(const StripShape& s) { return s.w_bytes + s.o_bytes + (s.stag
 
 // The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
 int64_t smem_limit() {
-  int optin = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-  return int64_t(optin) - 3072;
+  return int64_t(max_smem_optin(c10::cuda::current_device())) - 3072;
 }
 
 // Blocks of the kernel resident on one SM, asked of the runtime once per (kernel, shared memory, device).

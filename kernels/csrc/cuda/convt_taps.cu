@@ -18,7 +18,6 @@
 #include <type_traits>
 
 #include "cells_axis.h"
-#include "convt_dense.h"
 #include "convt_taps.h"
 #include "smem_attr.h"
 

@@ -316,8 +316,7 @@ void launch_shape(const ConvTParams& p, const T* x, const T* w, const T* b, T* y
 WgTile auto_tile(const ConvTParams& p, int device) {
   const int64_t phases = std::min(p.sh, p.Hout) * std::min(p.sw, p.Wout);
   const int64_t tall_blocks = (p.N * max_phase_pixels(p) + 255) / 256 * phases * ((p.Cout_g + 127) / 128) * p.groups;
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count(device);
   if (p.Cout_g > 64 && tall_blocks >= 2 * sms) return WgTile::kBN128Tall;
   return p.Cout_g > 32 ? WgTile::kBN64 : WgTile::kBN32;
 }
