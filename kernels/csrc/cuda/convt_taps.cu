@@ -1,13 +1,15 @@
-// The taps path (see convt_taps.h). A unit is 8 input rows x 16 input columns of one image and group: each of a
-// block's 8 warps multiplies one row's 16 pixels (one m16 tile) by the group's weights, NT n8 tiles of (output
-// channel, kernel row, kernel column) columns, over the input channels on mma.sync (m16n8k8 TF32, m16n8k16 half), and
-// stores the products to shared memory P. The unit's outputs are the cells (cells_axis.h: the s x s outputs one input
-// position starts, shifted so their taps read the fewest offsets) whose offsets all land in it: 8 - uh + 1 cell rows x
-// 16 - uw + 1 cell columns, each output the sum of its taps' products, read from P through a (phase, offset) table.
-// Blocks are persistent over units; the weights are staged once a block as B fragments (TF32-rounded), and a unit's
-// input is loaded into registers while the unit before it computes, then staged channel-major ([channel][row][pixel]
-// at a pitch of 136: a TF32 fragment's 4 channels x 8 pixels hit 32 banks; ldmatrix.trans's 8 channel rows, 272
-// bytes apart, hit 8 bank groups).
+// The taps path (see convt_taps.h). A block owns a strip of 16 input columns of one image and group and a segment of
+// its cell rows (cells_axis.h: the s x s outputs one input position starts, shifted so their taps read the fewest
+// offsets), and walks the segment's input rows four at a time, one a warp:
+//   - products: the row's 16 pixels times every (output channel, kernel row, kernel column) of the group, reduced over
+//     the input channels on mma.sync with the weights as A (up to 6 m16 tiles, staged once a block) and the pixels as
+//     B (two n8 tiles), into a ring of rows in shared memory ([slot][product][pixel]). B's fragments are loaded
+//     straight from the NCHW input into registers, no staging: a fragment register's 8 pixels x 4 channels are four
+//     whole 32-byte sectors, and the next row's loads are in flight under this row's stores and sums;
+//   - col2im: each output of the cells whose input rows are all in the ring sums its taps' products there, in a fixed
+//     order; a thread owns one (height phase, width phase, cell column), so its taps' offsets sit in registers.
+// The cells two strips or segments share are computed by both (16 / 14 columns on FSRCNN's 3 offsets), and no product
+// is padding in K, where the cells kernel reads 12-16 offsets x channels.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
@@ -15,6 +17,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "cells_axis.h"
@@ -26,229 +31,241 @@ namespace {
 
 #include "mma_sync.cuh"
 
-constexpr int kThreads = 256;
-constexpr int kRows = 8;                  // input rows a unit: a warp each
-constexpr int kPx = 16;                   // input columns a unit: one m16 tile
-constexpr int kMaxKPad = 64;              // input channels a group, padded to the k-step
-constexpr int kCP = kRows * kPx + 8;      // staged elements a channel
-constexpr int kPre = kMaxKPad * kRows * kPx / kThreads;  // a thread's staged elements a unit, at most
-constexpr int kMaxTab = 1024;             // (phase, offset) entries
-constexpr int kRegTaps = 9;               // a col2im thread's tap offsets held in registers (3 x 3 offsets)
+constexpr int kWarps = 4;                 // input rows an iteration: one a warp
+constexpr int kThreads = 32 * kWarps;
+constexpr int kPx = 16;                   // input columns a strip: two n8 tiles
+constexpr int kPitch = 24;                // floats a product row of a slot: 16 pixels, padded for the stores' banks
+constexpr int kMaxCin = 64;               // input channels a group
+constexpr int kMaxU = 4;                  // input offsets a axis
+constexpr int kMaxProducts = 96;          // a pixel's products: six m16 tiles
 
 struct TapsGeom {
   int hin, win, hout, wout;
   int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
   int da0, db0, uh, uw;  // the least input offset a axis, and how many
-  int cin_g, cout_g, nc, kw, kk, kpad;
-  int pp;                // floats a pixel's products in P: 8 NT, rounded up to 8 past a multiple of 32
-  int emit, sc;          // cell rows and columns a unit owns: kRows - uh + 1, kPx - uw + 1
-  int strips, steps;     // units along an image's cell columns and rows
-  int units;             // a group's: N x steps x strips
-  int ntab;              // sh x sw phases x uh x uw offsets
+  int cin_g, cout_g, nc, kw, kk, ksteps, mtiles;
+  int sc;                // cell columns a strip: kPx - uw + 1, fewer where the (phase, column) lanes outgrow a block
+  int slots;             // rows in the ring: the uh + kWarps - 1 one iteration's sums read
+  int rseg, segs, strips, iters;  // cell rows a segment; segments and strips an image; iterations a segment
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
 
-struct Unit {
-  int img, a0, b0;  // image, first cell row, first cell column
+// One iteration's B operands in flight: TF32 words, or half-type elements a register each (packed at use, so the
+// loads are not waited on where they are issued).
+template <typename T>
+struct RowLoads {
+  static constexpr bool kHalf = sizeof(T) == 2;
+  static constexpr int kKS = kHalf ? kMaxCin / 16 : kMaxCin / 8;  // k-steps, at most
+  static constexpr int kWords = kHalf ? 4 : 2;                    // loads a (k-step, n-tile)
+  uint32_t v[kKS][2][kWords];
 };
 
-__device__ __forceinline__ Unit unit_of(const TapsGeom& g, int u) {
-  const int per = g.steps * g.strips, img = u / per, rem = u - img * per, step = rem / g.strips;
-  return {img, step * g.emit, (rem - step * g.strips) * g.sc};
-}
-
-template <typename T, int NT>
-__global__ void __launch_bounds__(kThreads, 2)
+template <typename T, int MT, int KU>
+__global__ void __launch_bounds__(kThreads, 3)
     convt_taps_kernel(const ConvTParams p, const TapsGeom g, const T* __restrict__ x, const T* __restrict__ w,
                       const T* __restrict__ bias, T* __restrict__ y) {
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;  // channels a k-step
+  constexpr int kKS = RowLoads<T>::kKS;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
-  extern __shared__ __align__(16) uint32_t sm[];
+  extern __shared__ __align__(16) uint4 sm4[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, grp = blockIdx.y;
-  const int ksteps = g.kpad / kK;
-  uint32_t* wb = sm;                                               // [k-step][nt][lane][2]: B fragments
-  float* pbuf = reinterpret_cast<float*>(wb + ksteps * NT * 64);   // [row][pixel][pp]
-  int* tab = reinterpret_cast<int*>(pbuf + kRows * kPx * g.pp);    // [phase][offset]: a product's P offset, or -1
-  Bits* sin = reinterpret_cast<Bits*>(tab + ((g.ntab + 3) & ~3));  // [channel][row][pixel], pitch kCP
-
-  const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * g.nc;
-  for (int e = tid; e < ksteps * NT * 64; e += kThreads) {
-    // m16n8k8 TF32: b0/b1 hold k t / t + 4 of column g; m16n8k16: the pairs at k 2t / 2t + 8.
-    const int wd = e & 1, l = (e >> 1) & 31, nt = (e >> 6) % NT, ks = (e >> 6) / NT;
-    const int col = nt * 8 + (l >> 2), t = l & 3;
-    uint32_t v;
-    if constexpr (kHalf) {
-      const int k = ks * 16 + 2 * t + 8 * wd;
-      const uint32_t lo = k < g.cin_g && col < g.nc ? wg[int64_t(k) * g.nc + col] : 0u;
-      const uint32_t hi = k + 1 < g.cin_g && col < g.nc ? wg[int64_t(k + 1) * g.nc + col] : 0u;
-      v = lo | hi << 16;
-    } else {
-      const int k = ks * 8 + t + 4 * wd;
-      v = tf32_bits(k < g.cin_g && col < g.nc ? wg[int64_t(k) * g.nc + col] : 0u);
-    }
-    wb[e] = v;
-  }
-  // The col2im's table: per phase (r, q), the P offsets of its taps' products, compacted to the front of its row
-  // (uh x uw entries) in (i, j) order, then -1s.
-  for (int pq = tid; pq < g.sh * g.sw; pq += kThreads) {
-    const int r = pq / g.sw, q = pq - r * g.sw, uu = g.uh * g.uw;
-    int n = 0;
-    for (int i = 0; i < g.uh; ++i)
-      for (int j = 0; j < g.uw; ++j) {
-        const int kh = g.th[r * kAxisMaxU + i], kw = g.tw[q * kAxisMaxU + j];
-        if (kh >= 0 && kw >= 0) tab[pq * uu + n++] = (i * kPx + j) * g.pp + kh * g.kw + kw;
-      }
-    while (n < uu) tab[pq * uu + n++] = -1;
-  }
-
-  // Staging: a thread owns pixel tid % 16 of unit row (tid / 16) % 8, channels tid / 128 + 2 m, m < kPre. Every
-  // slot is loaded (as zero past the group's channels or outside the image: one guard a unit, not one a load) and
-  // stored, so the loops have no branches, and a load's address is one 32-bit offset from an opaque base (Cin/g x H x
-  // W < 2^31, taps_supports).
-  const int spx = tid & 15, srow = (tid >> 4) & 7, sch = tid >> 7;
-  const unsigned hw2 = 2u * unsigned(g.hin) * unsigned(g.win);
-  uint32_t pre[kPre];
-  auto load_unit = [&](int u) {
-    bool ok = u < g.units;
-    const Unit un = unit_of(g, ok ? u : 0);
-    const int iy = un.a0 + g.da0 + srow, ix = un.b0 + g.db0 + spx;
-    ok = ok && iy >= 0 && iy < g.hin && ix >= 0 && ix < g.win;
-    const int nval = ok ? (g.cin_g - sch + 1) / 2 : 0;  // slots m < nval hold channels of the group
-    const Bits* src = opaque(reinterpret_cast<const Bits*>(x) +
-                             (int64_t(un.img) * p.Cin + int64_t(grp) * g.cin_g) * (hw2 / 2));
-    const unsigned off = ok ? unsigned(sch) * (hw2 / 2) + unsigned(iy) * unsigned(g.win) + unsigned(ix) : 0u;
-#pragma unroll
-    for (int m = 0; m < kPre; ++m) pre[m] = m < nval ? uint32_t(__ldg(src + (off + unsigned(m) * hw2))) : 0u;
-  };
-  // TF32 rounding here, not as loaded: the loads are in flight under a unit's products, and an instruction that
-  // used them there would wait for them.
-  Bits* sdst = sin + sch * kCP + srow * kPx + spx;
-  auto store_unit = [&]() {
-#pragma unroll
-    for (int m = 0; m < kPre; ++m) sdst[2 * m * kCP] = static_cast<Bits>(kHalf ? pre[m] : tf32_bits(pre[m]));
-  };
-
-  // The col2im: a thread owns one output column oc of the unit's run (cells' columns x sw phases) in one height
-  // phase r, and every lanes_per-th of the (output channel, cell row) pairs there. Its phase is fixed, so its taps'
-  // P offsets are too: up to kRegTaps of them in registers, the rest of the table read as it goes.
-  const int run = g.sc * g.sw, lanes = g.sh * run, lanes_per = kThreads / lanes;
-  const int sub = tid / lanes, rq = tid - sub * lanes, r = rq / run, oc = rq - r * run;
-  const int bl = oc / g.sw, q = oc - bl * g.sw, uu = g.uh * g.uw, rows = g.cout_g * g.emit;
-  const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
-
-  __syncthreads();  // the table
-  const int* tab_row = tab + (r * g.sw + q) * uu;  // (only read where sub < lanes_per: r, q in range)
-  int toff[kRegTaps];
-  int ntap = 0, ntap_all = 0;
-  if (sub < lanes_per) {
-    while (ntap_all < uu && tab_row[ntap_all] >= 0) ++ntap_all;
-    ntap = ntap_all < kRegTaps ? ntap_all : kRegTaps;
-  }
-#pragma unroll
-  for (int m = 0; m < kRegTaps; ++m) toff[m] = m < ntap ? tab_row[m] : 0;
-
   const int gq = lane >> 2, t = lane & 3;
-  int u = blockIdx.x;
-  load_unit(u);
-  for (; u < g.units; u += gridDim.x) {
-    __syncthreads();  // the unit before: its products done reading the input, its col2im done reading P
-    store_unit();
-    __syncthreads();
-    load_unit(u + gridDim.x);  // in flight under this unit's products and sums
+  uint4* wa = sm4;                                                          // [k-step][m-tile][lane]: A fragments
+  float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);          // [slot][product][kPitch]
+  const int slot_floats = g.nc * kPitch;
 
-    float acc[NT][4];
+  // A = the group's weights, (product m) x (input channel k), w[k][m]: m16n8k8 TF32 a0..a3 hold (g, t), (g + 8, t),
+  // (g, t + 4), (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). Zero past the
+  // products and channels, so padded rows and channels add nothing.
+  const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * g.nc;
+  for (int e = tid; e < g.ksteps * MT * 32; e += kThreads) {
+    const int l = e & 31, mt = (e >> 5) % MT, ks = (e >> 5) / MT, row = mt * 16 + (l >> 2), tl = l & 3;
+    uint32_t v[4];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
-    const uint2* bp = reinterpret_cast<const uint2*>(wb) + lane;
-#pragma unroll 2
-    for (int ks = 0; ks < ksteps; ++ks) {
-      uint32_t a[4];
+    for (int r = 0; r < 4; ++r) {
+      const int m = row + 8 * (r & 1);
       if constexpr (kHalf) {
-        // ldmatrix.trans: matrix li is channels (li / 2) * 8.. x pixels (li % 2) * 8.., so thread (g, t) gets the
-        // channel pair 2t, 2t + 1 of pixel g: a0..a3 of m16n8k16's A.
-        const int li = lane >> 3, r8 = lane & 7;
-        ldmatrix_x4_trans(a, sin + (ks * 16 + (li >> 1) * 8 + r8) * kCP + warp * kPx + (li & 1) * 8);
+        const int k = ks * 16 + 2 * tl + 8 * (r >> 1);
+        const uint32_t lo = m < g.nc && k < g.cin_g ? wg[int64_t(k) * g.nc + m] : 0u;
+        const uint32_t hi = m < g.nc && k + 1 < g.cin_g ? wg[int64_t(k + 1) * g.nc + m] : 0u;
+        v[r] = lo | hi << 16;
       } else {
-        // m16n8k8 TF32: a0 (pixel g, channel t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
-        const uint32_t* ap = sin + (ks * 8 + t) * kCP + warp * kPx + gq;
-        a[0] = ap[0];
-        a[1] = ap[8];
-        a[2] = ap[4 * kCP];
-        a[3] = ap[4 * kCP + 8];
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const uint2 bv = bp[(ks * NT + nt) * 32];
-        const uint32_t b[2] = {bv.x, bv.y};
-        Mma<T>::run(acc[nt], a, b);
+        const int k = ks * 8 + tl + 4 * (r >> 1);
+        v[r] = tf32_bits(m < g.nc && k < g.cin_g ? wg[int64_t(k) * g.nc + m] : 0u);
       }
     }
-    // Accumulator (pixel g or g + 8, columns 2t and 2t + 1 of n-tile nt) to P: pp is 8 past a multiple of 32, so a
-    // warp's float2 stores fill two wavefronts.
-    float* prow = pbuf + (warp * kPx + gq) * g.pp + 2 * t;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      *reinterpret_cast<float2*>(prow + nt * 8) = make_float2(acc[nt][0], acc[nt][1]);
-      *reinterpret_cast<float2*>(prow + 8 * g.pp + nt * 8) = make_float2(acc[nt][2], acc[nt][3]);
-    }
-    __syncthreads();
+    wa[e] = make_uint4(v[0], v[1], v[2], v[3]);
+  }
 
-    if (sub < lanes_per) {
-      const Unit un = unit_of(g, u);
-      const int ox = (un.b0 + bl) * g.sw - g.cw + q;
-      if (unsigned(ox) < unsigned(g.wout)) {
-        T* yb = y + (int64_t(un.img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + ox;
-        int co = 0, al = sub;  // (co, al) stepped by lanes_per without divisions
-        while (al >= g.emit) al -= g.emit, ++co;
-        for (int idx = sub; idx < rows; idx += lanes_per) {
-          const int oy = (un.a0 + al) * g.sh - g.ch + r;
-          if (unsigned(oy) < unsigned(g.hout)) {
-            const float* base = pbuf + (al * kPx + bl) * g.pp + co * g.kk;
-            float s = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
-            float v[kRegTaps];
+  const int per_img = g.segs * g.strips, img = blockIdx.x / per_img, rem = blockIdx.x - img * per_img;
+  const int seg = rem / g.strips, strip = rem - seg * g.strips;
+  const int a0 = seg * g.rseg, b0 = strip * g.sc;
+  const int nrows = min(g.rseg, (g.hout + g.ch + g.sh - 1) / g.sh - a0) + g.uh - 1;  // input rows the segment reads
+
+  // B = the input, (channel k) x (pixel n): b0 / b1 hold channel t / t + 4 of pixel g (TF32), or the pairs 2t / 2t + 8
+  // (half types). A thread loads pixels g and g + 8 of the warp's row; addresses are 32-bit offsets from an opaque
+  // base (Cin/g x H x W < 2^31, taps_supports), clamped into the image so every load is legal, and the loads outside
+  // it (or past the group's channels) are predicated off to zero. Where the whole row is inside and the channels fill
+  // the k-steps, the loads carry no predicate.
+  const unsigned hw = unsigned(g.hin) * unsigned(g.win);
+  const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
+  const int ix0 = b0 + g.db0 + gq;
+  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
+  const bool strip_in = b0 + g.db0 >= 0 && b0 + g.db0 + kPx <= g.win;
+  const int kfull = g.cin_g / kK;  // k-steps with every channel in the group
+  RowLoads<T> ld;
+  auto load_row = [&](int it) {
+    const int j = it * kWarps + warp, iy = a0 + g.da0 + j;
+    const bool row_in = j < nrows && iy >= 0 && iy < g.hin;
+    const int iyc = min(max(iy, 0), g.hin - 1);
+    const unsigned pix[2] = {unsigned(iyc) * g.win + unsigned(min(max(ix0, 0), g.win - 1)),
+                             unsigned(iyc) * g.win + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+    const bool fast = row_in && strip_in;
 #pragma unroll
-            for (int m = 0; m < kRegTaps; ++m) v[m] = m < ntap ? base[toff[m]] : 0.f;
+    for (int ks = 0; ks < kKS; ++ks) {
+      if (ks >= g.ksteps) break;
+      // TF32: channel t + 4 r; half: channel 2t + (r & 1) + 8 (r >> 1).
+      auto chan = [&](int r) { return kHalf ? ks * 16 + 2 * t + (r & 1) + 8 * (r >> 1) : ks * 8 + t + 4 * r; };
+      if (fast && ks < kfull) {
 #pragma unroll
-            for (int m = 0; m < kRegTaps; ++m) s += v[m];
-            for (int m = kRegTaps; m < ntap_all; ++m) s += base[tab_row[m]];
-            yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(s);
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int r = 0; r < RowLoads<T>::kWords; ++r)
+            ld.v[ks][nt][r] = uint32_t(__ldg(src + (unsigned(chan(r)) * hw + pix[nt])));
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int r = 0; r < RowLoads<T>::kWords; ++r) {
+            const int k = chan(r);
+            const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[nt];
+            ld.v[ks][nt][r] = row_in && px_in[nt] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
           }
-          al += lanes_per;
-          while (al >= g.emit) al -= g.emit, ++co;
+      }
+    }
+  };
+
+  // The col2im's lanes: (height phase r, width phase q, cell column bl), bl fastest so a warp's reads of one product
+  // row are consecutive pixels; sub splits the (cell row, output channel) items where lanes are fewer than threads.
+  const int lanes = g.sh * g.sw * g.sc, lanes_per = kThreads / lanes;
+  const int sub = tid / lanes, li = tid - sub * lanes, rq = li / g.sc, bl = li - rq * g.sc;
+  const int r = rq / g.sw, q = rq - r * g.sw;
+  const bool c2i = sub < lanes_per;
+  // A tap is (height offset i, width offset j): its product sits at row_off[i] + col_off[j] of the slot of input row
+  // (cell row + i), or nowhere (-1).
+  int row_off[KU], col_off[KU];
+#pragma unroll
+  for (int i = 0; i < KU; ++i) {
+    const int kh = c2i && i < g.uh ? g.th[r * kAxisMaxU + i] : -1;
+    const int kwi = c2i && i < g.uw ? g.tw[q * kAxisMaxU + i] : -1;
+    row_off[i] = kh >= 0 ? kh * g.kw * kPitch : -1;
+    col_off[i] = kwi >= 0 ? kwi * kPitch + bl + i : -1;
+  }
+  const int ox = (b0 + bl) * g.sw - g.cw + q;
+  const bool ox_in = c2i && ox >= 0 && ox < g.wout;
+  const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
+  T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + (ox_in ? ox : 0);
+  const int items = kWarps * g.cout_g;  // (cell row of the iteration, output channel)
+
+  __syncthreads();  // the weights
+  load_row(0);
+  int wslot = 0;                                    // slot of the iteration's first row: (it kWarps) mod slots
+  int rslot = (g.slots - (g.uh - 1)) % g.slots;     // slot of its first cell row's first input row
+  for (int it = 0; it < g.iters; ++it) {
+    float acc[MT][2][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks) {
+      if (ks >= g.ksteps) break;
+      uint32_t b[2][2];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        if constexpr (kHalf) {
+          b[nt][0] = ld.v[ks][nt][0] | ld.v[ks][nt][1] << 16;
+          b[nt][1] = ld.v[ks][nt][2] | ld.v[ks][nt][3] << 16;
+        } else {
+          b[nt][0] = tf32_bits(ld.v[ks][nt][0]);
+          b[nt][1] = tf32_bits(ld.v[ks][nt][1]);
         }
       }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (mt >= g.mtiles) break;
+        const uint4 av = wa[(ks * MT + mt) * 32 + lane];
+        const uint32_t a[4] = {av.x, av.y, av.z, av.w};
+        Mma<T>::run(acc[mt][0], a, b[0]);
+        Mma<T>::run(acc[mt][1], a, b[1]);
+      }
     }
+    if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
+
+    // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's float2
+    // stores on 32 distinct banks.
+    int s = wslot + warp;
+    s -= s >= g.slots ? g.slots : 0;
+    float* prow = ring + s * slot_floats + gq * kPitch + 2 * t;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      if (mt >= g.mtiles) break;
+      const int m = mt * 16 + gq;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        if (m < g.nc)
+          *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+        if (m + 8 < g.nc)
+          *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
+              make_float2(acc[mt][nt][2], acc[mt][nt][3]);
+      }
+    }
+    __syncthreads();
+
+    if (ox_in) {
+      for (int idx = sub; idx < items; idx += lanes_per) {
+        const int cc = idx & (kWarps - 1), co = idx / kWarps;
+        const int c = it * kWarps + cc - (g.uh - 1);  // the segment's cell row
+        const int oy = (a0 + c) * g.sh - g.ch + r;
+        if (c < 0 || c >= g.rseg || oy < 0 || oy >= g.hout) continue;
+        float sum = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
+        const float* pco = ring + co * g.kk * kPitch;
+#pragma unroll
+        for (int i = 0; i < KU; ++i) {
+          if (row_off[i] < 0) continue;
+          int sl = rslot + cc + i;
+          sl -= sl >= g.slots ? g.slots : 0;
+          const float* base = pco + sl * slot_floats + row_off[i];
+#pragma unroll
+          for (int j = 0; j < KU; ++j)
+            if (col_off[j] >= 0) sum += base[col_off[j]];
+        }
+        yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(sum);
+      }
+    }
+    __syncthreads();  // the sums done reading the slots the next iteration writes
+    wslot += kWarps;
+    wslot -= wslot >= g.slots ? g.slots : 0;
+    rslot += kWarps;
+    rslot -= rslot >= g.slots ? g.slots : 0;
   }
 }
 
-int n_tiles(int64_t nc) { return nc <= 48 ? 6 : nc <= 88 ? 11 : 12; }
-
-int smem_bytes(const TapsGeom& g, int nt, int elem) {
-  return 4 * (g.kpad / (elem == 2 ? 16 : 8) * nt * 64 + kRows * kPx * g.pp + ((g.ntab + 3) & ~3)) +
-         kMaxKPad * kCP * elem;
-}
+int smem_bytes(const TapsGeom& g, int mt) { return g.ksteps * mt * 32 * 16 + g.slots * g.nc * kPitch * 4; }
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
-// fewest offsets: a unit's products are computed whatever it owns, so fewer offsets own more cells a unit.
-bool geometry(const ConvTParams& p, int elem, int smem_limit, TapsGeom& g) {
+// fewest offsets: a strip's products are computed whatever it owns, so fewer offsets own more cells a strip.
+bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   const int64_t nc = p.Cout_g * p.KH * p.KW;
-  if (nc > 96 || p.Cin_g > kMaxKPad || p.KH > 127 || p.KW > 127) return false;
+  if (nc > kMaxProducts || p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
   AxisCells ah[2], aw[2];
   const int nh = axis_candidates(p.sh, p.ph, p.dh, p.KH, ah), nw = axis_candidates(p.sw, p.pw, p.dw, p.KW, aw);
   if (nh == 0 || nw == 0) return false;
   const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];  // the fewest offsets: the shifted candidate where there is one
-  if (h.u > kRows || w.u > kPx || p.sh * p.sw * h.u * w.u > kMaxTab) return false;
+  if (h.u > kMaxU || w.u > kMaxU || p.sh * p.sw > kThreads) return false;
   const int64_t lim = int64_t(1) << 31;
-  if (2 * p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
-  const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
-  g.emit = kRows - h.u + 1;
-  g.sc = kPx - w.u + 1;
-  if (g.sc * p.sw * p.sh > kThreads) return false;  // the col2im's (height phase, column) lanes a unit
-  const int64_t steps = (hc + g.emit - 1) / g.emit, strips = (wc + g.sc - 1) / g.sc;
-  if (p.N * steps * strips >= lim) return false;
+  if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   g.hin = static_cast<int>(p.Hin);
   g.win = static_cast<int>(p.Win);
   g.hout = static_cast<int>(p.Hout);
@@ -267,41 +284,64 @@ bool geometry(const ConvTParams& p, int elem, int smem_limit, TapsGeom& g) {
   g.kw = static_cast<int>(p.KW);
   g.kk = static_cast<int>(p.KH * p.KW);
   const int kstep = elem == 2 ? 16 : 8;
-  g.kpad = static_cast<int>((p.Cin_g + kstep - 1) / kstep * kstep);
-  const int nt = n_tiles(nc);
-  g.pp = 8 * nt + ((8 - 8 * nt) % 32 + 32) % 32;
-  g.strips = static_cast<int>(strips);
-  g.steps = static_cast<int>(steps);
-  g.units = static_cast<int>(p.N * steps * strips);
-  g.ntab = static_cast<int>(p.sh * p.sw * h.u * w.u);
+  g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
+  g.mtiles = static_cast<int>((nc + 15) / 16);
+  g.sc = std::min<int>(kPx - w.u + 1, kThreads / static_cast<int>(p.sh * p.sw));
+  g.slots = g.uh + kWarps - 1;
+  const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
+  g.strips = static_cast<int>(std::min<int64_t>((wc + g.sc - 1) / g.sc, lim));
+  g.rseg = static_cast<int>(std::min<int64_t>(hc, lim / 8));
+  g.segs = 1;
+  g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
+  if (p.N * g.strips * hc >= lim) return false;
   std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
   std::copy(w.tab, w.tab + kAxisMaxS * kAxisMaxU, g.tw);
-  return smem_bytes(g, nt, elem) <= smem_limit;
+  return true;
+}
+
+// Blocks of a kernel an SM holds at these bytes, asked of the occupancy calculator once.
+int resident_blocks(const void* kernel, int bytes, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, int>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  int& n = known[{kernel, bytes, device}];
+  if (n == 0) {
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, bytes));
+    n = std::max(n, 1);
+  }
+  return n;
 }
 
 template <typename T>
-void launch_typed(const ConvTParams& p, const TapsGeom& g, const at::Tensor& x, const at::Tensor& w,
-                  const at::Tensor& b, at::Tensor& out, cudaStream_t stream) {
-  if (g.units == 0 || p.groups == 0) return;
+void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, cudaStream_t stream) {
+  if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
-  auto go = [&](auto kernel, int nt) {
-    const int bytes = smem_bytes(g, nt, sizeof(T));
+  auto go = [&](auto kernel, int mt) {
+    const int bytes = smem_bytes(g, mt);
     allow_dynamic_smem(kernel, bytes);
-    // Persistent: as many blocks as run at once (two an SM where the shared memory allows: an SM's is the block
-    // limit and 1 KB a block more), shared by the groups.
+    // Segments: as many as fill the blocks that run at once (at least one a strip), each a whole number of
+    // iterations' rows where that costs no more segments.
     const int dev = x.get_device();
-    const int64_t resident = int64_t(sm_count(dev)) * (2 * (bytes + 1024) <= max_smem_optin(dev) + 1024 ? 2 : 1);
-    const int64_t per_group = std::max<int64_t>(1, resident / p.groups);
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(g.units, per_group)), static_cast<unsigned>(p.groups));
+    const int64_t resident = int64_t(sm_count(dev)) * resident_blocks(reinterpret_cast<const void*>(kernel), bytes, dev);
+    const int64_t hc = g.rseg, units = p.N * p.groups * g.strips;
+    const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
+    int64_t rseg = (hc + want - 1) / want;
+    const int64_t rounded = (rseg + g.uh - 1 + kWarps - 1) / kWarps * kWarps - (g.uh - 1);
+    if ((hc + rounded - 1) / rounded == (hc + rseg - 1) / rseg) rseg = rounded;
+    g.rseg = static_cast<int>(rseg);
+    g.segs = static_cast<int>((hc + rseg - 1) / rseg);
+    g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
+    const dim3 grid(static_cast<unsigned>(p.N * g.segs * g.strips), static_cast<unsigned>(p.groups));
     kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
                                               out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  switch (n_tiles(g.nc)) {
-    case 6: go(convt_taps_kernel<T, 6>, 6); break;
-    case 11: go(convt_taps_kernel<T, 11>, 11); break;
-    default: go(convt_taps_kernel<T, 12>, 12);
-  }
+  const bool small_u = g.uh <= 3 && g.uw <= 3;
+  if (g.mtiles <= 3)
+    small_u ? go(convt_taps_kernel<T, 3, 3>, 3) : go(convt_taps_kernel<T, 3, kMaxU>, 3);
+  else
+    small_u ? go(convt_taps_kernel<T, 6, 3>, 6) : go(convt_taps_kernel<T, 6, kMaxU>, 6);
 }
 
 }  // namespace
@@ -311,14 +351,13 @@ bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
   if (p.groups > 65535) return false;  // grid.y
   TapsGeom g;
-  return geometry(p, static_cast<int>(x.element_size()), max_smem_optin(x.get_device()), g);
+  return geometry(p, static_cast<int>(x.element_size()), g);
 }
 
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  cudaStream_t stream) {
   TapsGeom g;
-  CONVT_CHECK(geometry(p, static_cast<int>(x.element_size()), max_smem_optin(x.get_device()), g),
-              "convt: the taps kernel does not take this shape");
+  CONVT_CHECK(geometry(p, static_cast<int>(x.element_size()), g), "convt: the taps kernel does not take this shape");
   switch (x.scalar_type()) {
     case at::kFloat: launch_typed<float>(p, g, x, w, b, out, stream); break;
     case at::kHalf: launch_typed<at::Half>(p, g, x, w, b, out, stream); break;
