@@ -37,13 +37,15 @@ constexpr int kPx = 16;                   // input columns a strip: two n8 tiles
 constexpr int kPitch = 24;                // floats a product row of a slot: 16 pixels, padded for the stores' banks
 constexpr int kMaxCin = 64;               // input channels a group
 constexpr int kMaxU = 4;                  // input offsets a axis
-constexpr int kMaxProducts = 96;          // a pixel's products: six m16 tiles
+constexpr int kMaxProducts = 96;          // a pixel's products (gaps included): six m16 tiles
 
 struct TapsGeom {
   int hin, win, hout, wout;
   int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
   int da0, db0, uh, uw;  // the least input offset a axis, and how many
-  int cin_g, cout_g, nc, kw, kk, ksteps, mtiles;
+  int cin_g, cout_g, kw, kk, ksteps;
+  int np;                // products a pixel, as the col2im orders them: Cout/g x sh x uh x sw x uw (taps and gaps)
+  int hc;                // cell rows an image
   int sc;                // cell columns a strip: kPx - uw + 1, fewer where the (phase, column) lanes outgrow a block
   int slots;             // rows in the ring: the uh + kWarps - 1 one iteration's sums read
   int rseg, segs, strips, iters;  // cell rows a segment; segments and strips an image; iterations a segment
@@ -60,6 +62,10 @@ struct RowLoads {
   uint32_t v[kKS][2][kWords];
 };
 
+// An fp32 (its bits) as a TF32 operand, rounded half an ulp away from zero (tf32_bits's result) in three
+// instructions: the add is skipped only for NaNs whose top mantissa bits would carry into the sign; an Inf stays one.
+__device__ __forceinline__ uint32_t tf32_near(uint32_t v) { return (v & 0x7fffffffu) < 0x7ffff000u ? v + 0x1000u : v; }
+
 template <typename T, int MT, int KU>
 __global__ void __launch_bounds__(kThreads, 3)
     convt_taps_kernel(const ConvTParams p, const TapsGeom g, const T* __restrict__ x, const T* __restrict__ w,
@@ -67,47 +73,27 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;  // channels a k-step
   constexpr int kKS = RowLoads<T>::kKS;
+  constexpr int kEntries = (kKS * MT * 32 + kThreads - 1) / kThreads;  // a thread's A fragments to stage, at most
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(16) uint4 sm4[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, grp = blockIdx.y;
   const int gq = lane >> 2, t = lane & 3;
-  uint4* wa = sm4;                                                          // [k-step][m-tile][lane]: A fragments
-  float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);          // [slot][product][kPitch]
-  const int slot_floats = g.nc * kPitch;
-
-  // A = the group's weights, (product m) x (input channel k), w[k][m]: m16n8k8 TF32 a0..a3 hold (g, t), (g + 8, t),
-  // (g, t + 4), (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). Zero past the
-  // products and channels, so padded rows and channels add nothing.
-  const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * g.nc;
-  for (int e = tid; e < g.ksteps * MT * 32; e += kThreads) {
-    const int l = e & 31, mt = (e >> 5) % MT, ks = (e >> 5) / MT, row = mt * 16 + (l >> 2), tl = l & 3;
-    uint32_t v[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int m = row + 8 * (r & 1);
-      if constexpr (kHalf) {
-        const int k = ks * 16 + 2 * tl + 8 * (r >> 1);
-        const uint32_t lo = m < g.nc && k < g.cin_g ? wg[int64_t(k) * g.nc + m] : 0u;
-        const uint32_t hi = m < g.nc && k + 1 < g.cin_g ? wg[int64_t(k + 1) * g.nc + m] : 0u;
-        v[r] = lo | hi << 16;
-      } else {
-        const int k = ks * 8 + tl + 4 * (r >> 1);
-        v[r] = tf32_bits(m < g.nc && k < g.cin_g ? wg[int64_t(k) * g.nc + m] : 0u);
-      }
-    }
-    wa[e] = make_uint4(v[0], v[1], v[2], v[3]);
-  }
+  uint4* wa = sm4;                                                       // [k-step][m-tile][lane]: A fragments
+  float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);       // [slot][product][kPitch]
+  int* src_of = reinterpret_cast<int*>(ring + g.slots * g.np * kPitch);  // [product]: its weight's column, or -1
+  float* sbias = reinterpret_cast<float*>(src_of + MT * 16);             // [output channel]
+  const int slot_floats = g.np * kPitch;
 
   const int per_img = g.segs * g.strips, img = blockIdx.x / per_img, rem = blockIdx.x - img * per_img;
   const int seg = rem / g.strips, strip = rem - seg * g.strips;
   const int a0 = seg * g.rseg, b0 = strip * g.sc;
-  const int nrows = min(g.rseg, (g.hout + g.ch + g.sh - 1) / g.sh - a0) + g.uh - 1;  // input rows the segment reads
+  const int nrows = min(g.rseg, g.hc - a0) + g.uh - 1;  // input rows the segment's cells read
 
   // B = the input, (channel k) x (pixel n): b0 / b1 hold channel t / t + 4 of pixel g (TF32), or the pairs 2t / 2t + 8
   // (half types). A thread loads pixels g and g + 8 of the warp's row; addresses are 32-bit offsets from an opaque
   // base (Cin/g x H x W < 2^31, taps_supports), clamped into the image so every load is legal, and the loads outside
   // it (or past the group's channels) are predicated off to zero. Where the whole row is inside and the channels fill
-  // the k-steps, the loads carry no predicate.
+  // the k-step, the loads carry no predicate.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
   const int ix0 = b0 + g.db0 + gq;
@@ -124,54 +110,102 @@ __global__ void __launch_bounds__(kThreads, 3)
     const bool fast = row_in && strip_in;
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      if (ks >= g.ksteps) break;
-      // TF32: channel t + 4 r; half: channel 2t + (r & 1) + 8 (r >> 1).
-      auto chan = [&](int r) { return kHalf ? ks * 16 + 2 * t + (r & 1) + 8 * (r >> 1) : ks * 8 + t + 4 * r; };
-      if (fast && ks < kfull) {
+      if (ks < g.ksteps) {
+        // TF32: channel t + 4 r; half: channel 2t + (r & 1) + 8 (r >> 1).
+        auto chan = [&](int r) { return kHalf ? ks * 16 + 2 * t + (r & 1) + 8 * (r >> 1) : ks * 8 + t + 4 * r; };
+        if (fast && ks < kfull) {
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+          for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-          for (int r = 0; r < RowLoads<T>::kWords; ++r)
-            ld.v[ks][nt][r] = uint32_t(__ldg(src + (unsigned(chan(r)) * hw + pix[nt])));
-      } else {
+            for (int r = 0; r < RowLoads<T>::kWords; ++r)
+              ld.v[ks][nt][r] = uint32_t(__ldg(src + (unsigned(chan(r)) * hw + pix[nt])));
+        } else {
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+          for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-          for (int r = 0; r < RowLoads<T>::kWords; ++r) {
-            const int k = chan(r);
-            const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[nt];
-            ld.v[ks][nt][r] = row_in && px_in[nt] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
-          }
+            for (int r = 0; r < RowLoads<T>::kWords; ++r) {
+              const int k = chan(r);
+              const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[nt];
+              ld.v[ks][nt][r] = row_in && px_in[nt] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
+            }
+        }
       }
     }
   };
+  load_row(0);  // in flight under the weights' staging
+
+  // The products are ordered (output channel, height phase r, height offset i, width phase q, width offset j), so an
+  // output's taps are uw consecutive rows a height offset, one pixel apart each: immediate offsets in the col2im.
+  // Product m's weight is column (output channel, kh, kw) of w[k][.], or none (-1) where phase r has no tap at offset
+  // i or q none at j: those rows are zero, and their products add nothing.
+  const int uw_sw = g.uw * g.sw, per_co = g.sh * g.uh * uw_sw;
+  if (tid < MT * 16) {
+    int m = tid, col = -1;
+    if (m < g.np) {
+      const int co = m / per_co, rest = m - co * per_co, ri = rest / uw_sw, qj = rest - ri * uw_sw;
+      const int r = ri / g.uh, i = ri - r * g.uh, q = qj / g.uw, j = qj - q * g.uw;
+      const int kh = g.th[r * kAxisMaxU + i], kwj = g.tw[q * kAxisMaxU + j];
+      if (kh >= 0 && kwj >= 0) col = co * g.kk + kh * g.kw + kwj;
+    }
+    src_of[m] = col;
+  }
+  if (tid < g.cout_g) sbias[tid] = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + tid]) : 0.f;
+  __syncthreads();
+
+  // A = the weights, (product m) x (input channel k): m16n8k8 TF32 a0..a3 hold (g, t), (g + 8, t), (g, t + 4),
+  // (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). Every load of a thread is
+  // issued a chunk at a time, so the staging waits out a few loads' latency, not one a fragment.
+  {
+    const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * g.kk * g.cout_g;
+    const int ncol = g.kk * g.cout_g;
+    constexpr int kWordLoads = kHalf ? 8 : 4;
+    constexpr int kChunk = kHalf ? 2 : 4;  // entries whose loads are in flight together (16 registers)
+#pragma unroll
+    for (int n0 = 0; n0 < kEntries; n0 += kChunk) {
+      uint32_t v[kChunk][kWordLoads];
+#pragma unroll
+      for (int n = 0; n < kChunk; ++n) {
+        const int e = tid + (n0 + n) * kThreads, l = e & 31, mt = (e >> 5) % MT, ks = (e >> 5) / MT, tl = l & 3;
+#pragma unroll
+        for (int h = 0; h < kWordLoads; ++h) {
+          const int r = kHalf ? h >> 1 : h;  // the fragment register
+          const int m = mt * 16 + (l >> 2) + 8 * (r & 1);
+          const int k = kHalf ? ks * 16 + 2 * tl + 8 * (r >> 1) + (h & 1) : ks * 8 + tl + 4 * (r >> 1);
+          const int col = n0 + n < kEntries && e < g.ksteps * MT * 32 ? src_of[m] : -1;
+          v[n][h] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol + col]) : 0u;
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < kChunk; ++n) {
+        const int e = tid + (n0 + n) * kThreads;
+        if (n0 + n < kEntries && e < g.ksteps * MT * 32) {
+          if constexpr (kHalf)
+            wa[e] = make_uint4(v[n][0] | v[n][1] << 16, v[n][2] | v[n][3] << 16, v[n][4] | v[n][5] << 16,
+                               v[n][6] | v[n][7] << 16);
+          else
+            wa[e] = make_uint4(tf32_bits(v[n][0]), tf32_bits(v[n][1]), tf32_bits(v[n][2]), tf32_bits(v[n][3]));
+        }
+      }
+    }
+  }
 
   // The col2im's lanes: (height phase r, width phase q, cell column bl), bl fastest so a warp's reads of one product
-  // row are consecutive pixels; sub splits the (cell row, output channel) items where lanes are fewer than threads.
+  // row are consecutive pixels; sub splits the output channels where lanes are fewer than threads.
   const int lanes = g.sh * g.sw * g.sc, lanes_per = kThreads / lanes;
   const int sub = tid / lanes, li = tid - sub * lanes, rq = li / g.sc, bl = li - rq * g.sc;
   const int r = rq / g.sw, q = rq - r * g.sw;
-  const bool c2i = sub < lanes_per;
-  // A tap is (height offset i, width offset j): its product sits at row_off[i] + col_off[j] of the slot of input row
-  // (cell row + i), or nowhere (-1).
-  int row_off[KU], col_off[KU];
-#pragma unroll
-  for (int i = 0; i < KU; ++i) {
-    const int kh = c2i && i < g.uh ? g.th[r * kAxisMaxU + i] : -1;
-    const int kwi = c2i && i < g.uw ? g.tw[q * kAxisMaxU + i] : -1;
-    row_off[i] = kh >= 0 ? kh * g.kw * kPitch : -1;
-    col_off[i] = kwi >= 0 ? kwi * kPitch + bl + i : -1;
-  }
   const int ox = (b0 + bl) * g.sw - g.cw + q;
-  const bool ox_in = c2i && ox >= 0 && ox < g.wout;
+  const bool ox_in = sub < lanes_per && ox >= 0 && ox < g.wout;
+  // Tap (i, j) of output channel co: product row ((co sh + r) uh + i) uw sw + q uw + j, pixel bl + j.
+  const int i_floats = uw_sw * kPitch;
+  const float* tbase = ring + (r * g.uh * uw_sw + q * g.uw) * kPitch + bl;
   const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + (ox_in ? ox : 0);
-  const int items = kWarps * g.cout_g;  // (cell row of the iteration, output channel)
-
+  const int c_end = min(g.rseg, g.hc - a0);  // the segment's cell rows
   __syncthreads();  // the weights
-  load_row(0);
-  int wslot = 0;                                    // slot of the iteration's first row: (it kWarps) mod slots
-  int rslot = (g.slots - (g.uh - 1)) % g.slots;     // slot of its first cell row's first input row
+
+  int wslot = 0;                                 // slot of the iteration's first row: (it kWarps) mod slots
+  int rslot = (g.slots - (g.uh - 1)) % g.slots;  // slot of its first cell row's first input row
   for (int it = 0; it < g.iters; ++it) {
     float acc[MT][2][4];
 #pragma unroll
@@ -180,43 +214,42 @@ __global__ void __launch_bounds__(kThreads, 3)
       for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      if (ks >= g.ksteps) break;
-      uint32_t b[2][2];
+      if (ks < g.ksteps) {
+        uint32_t b[2][2];
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        if constexpr (kHalf) {
-          b[nt][0] = ld.v[ks][nt][0] | ld.v[ks][nt][1] << 16;
-          b[nt][1] = ld.v[ks][nt][2] | ld.v[ks][nt][3] << 16;
-        } else {
-          b[nt][0] = tf32_bits(ld.v[ks][nt][0]);
-          b[nt][1] = tf32_bits(ld.v[ks][nt][1]);
+        for (int nt = 0; nt < 2; ++nt) {
+          if constexpr (kHalf) {
+            b[nt][0] = ld.v[ks][nt][0] | ld.v[ks][nt][1] << 16;
+            b[nt][1] = ld.v[ks][nt][2] | ld.v[ks][nt][3] << 16;
+          } else {
+            b[nt][0] = tf32_near(ld.v[ks][nt][0]);
+            b[nt][1] = tf32_near(ld.v[ks][nt][1]);
+          }
         }
-      }
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if (mt >= g.mtiles) break;
-        const uint4 av = wa[(ks * MT + mt) * 32 + lane];
-        const uint32_t a[4] = {av.x, av.y, av.z, av.w};
-        Mma<T>::run(acc[mt][0], a, b[0]);
-        Mma<T>::run(acc[mt][1], a, b[1]);
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint4 av = wa[(ks * MT + mt) * 32 + lane];
+          const uint32_t a[4] = {av.x, av.y, av.z, av.w};
+          Mma<T>::run(acc[mt][0], a, b[0]);
+          Mma<T>::run(acc[mt][1], a, b[1]);
+        }
       }
     }
     if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
 
     // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's float2
-    // stores on 32 distinct banks.
+    // stores on 32 distinct banks. Rows past the products (the last m-tile's padding) have no room in a slot.
     int s = wslot + warp;
     s -= s >= g.slots ? g.slots : 0;
     float* prow = ring + s * slot_floats + gq * kPitch + 2 * t;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      if (mt >= g.mtiles) break;
       const int m = mt * 16 + gq;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        if (m < g.nc)
+        if (mt < MT - 1 || m < g.np)
           *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
-        if (m + 8 < g.nc)
+        if (mt < MT - 1 || m + 8 < g.np)
           *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
               make_float2(acc[mt][nt][2], acc[mt][nt][3]);
       }
@@ -224,24 +257,32 @@ __global__ void __launch_bounds__(kThreads, 3)
     __syncthreads();
 
     if (ox_in) {
-      for (int idx = sub; idx < items; idx += lanes_per) {
-        const int cc = idx & (kWarps - 1), co = idx / kWarps;
-        const int c = it * kWarps + cc - (g.uh - 1);  // the segment's cell row
-        const int oy = (a0 + c) * g.sh - g.ch + r;
-        if (c < 0 || c >= g.rseg || oy < 0 || oy >= g.hout) continue;
-        float sum = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
-        const float* pco = ring + co * g.kk * kPitch;
+      // The slot of input row (iteration's first cell row + k), for k < kWarps + KU - 1.
+      int sb[kWarps + KU - 1];
 #pragma unroll
-        for (int i = 0; i < KU; ++i) {
-          if (row_off[i] < 0) continue;
-          int sl = rslot + cc + i;
-          sl -= sl >= g.slots ? g.slots : 0;
-          const float* base = pco + sl * slot_floats + row_off[i];
+      for (int k = 0; k < kWarps + KU - 1; ++k) {
+        const int sl = rslot + k;
+        sb[k] = (sl >= g.slots ? sl - g.slots : sl) * slot_floats;
+      }
+      for (int co = sub; co < g.cout_g; co += lanes_per) {
+        const float* pco = tbase + co * per_co * kPitch;
 #pragma unroll
-          for (int j = 0; j < KU; ++j)
-            if (col_off[j] >= 0) sum += base[col_off[j]];
+        for (int cc = 0; cc < kWarps; ++cc) {
+          const int c = it * kWarps + cc - (g.uh - 1);  // the segment's cell row
+          const int oy = (a0 + c) * g.sh - g.ch + r;
+          if (c >= 0 && c < c_end && oy >= 0 && oy < g.hout) {
+            float sum = sbias[co];
+#pragma unroll
+            for (int i = 0; i < KU; ++i)
+              if (i < g.uh) {
+                const float* pi = pco + sb[cc + i] + i * i_floats;
+#pragma unroll
+                for (int j = 0; j < KU; ++j)
+                  if (j < g.uw) sum += pi[j * (kPitch + 1)];
+              }
+            yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(sum);
+          }
         }
-        yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(sum);
       }
     }
     __syncthreads();  // the sums done reading the slots the next iteration writes
@@ -252,20 +293,27 @@ __global__ void __launch_bounds__(kThreads, 3)
   }
 }
 
-int smem_bytes(const TapsGeom& g, int mt) { return g.ksteps * mt * 32 * 16 + g.slots * g.nc * kPitch * 4; }
+int smem_bytes(const TapsGeom& g, int mt) {
+  return g.ksteps * mt * 32 * 16 + g.slots * g.np * kPitch * 4 + mt * 16 * 4 + g.cout_g * 4;
+}
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
 // fewest offsets: a strip's products are computed whatever it owns, so fewer offsets own more cells a strip.
 bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
-  const int64_t nc = p.Cout_g * p.KH * p.KW;
-  if (nc > kMaxProducts || p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
+  if (p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
   AxisCells ah[2], aw[2];
   const int nh = axis_candidates(p.sh, p.ph, p.dh, p.KH, ah), nw = axis_candidates(p.sw, p.pw, p.dw, p.KW, aw);
   if (nh == 0 || nw == 0) return false;
   const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];  // the fewest offsets: the shifted candidate where there is one
   if (h.u > kMaxU || w.u > kMaxU || p.sh * p.sw > kThreads) return false;
+  const int64_t np = p.Cout_g * p.sh * h.u * p.sw * w.u;
+  if (np > kMaxProducts) return false;
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
+  const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
+  g.sc = std::min<int>(kPx - w.u + 1, kThreads / static_cast<int>(p.sh * p.sw));
+  const int64_t strips = (wc + g.sc - 1) / g.sc;
+  if (p.N * strips * hc >= lim) return false;
   g.hin = static_cast<int>(p.Hin);
   g.win = static_cast<int>(p.Win);
   g.hout = static_cast<int>(p.Hout);
@@ -280,20 +328,17 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   g.uw = w.u;
   g.cin_g = static_cast<int>(p.Cin_g);
   g.cout_g = static_cast<int>(p.Cout_g);
-  g.nc = static_cast<int>(nc);
   g.kw = static_cast<int>(p.KW);
   g.kk = static_cast<int>(p.KH * p.KW);
   const int kstep = elem == 2 ? 16 : 8;
   g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
-  g.mtiles = static_cast<int>((nc + 15) / 16);
-  g.sc = std::min<int>(kPx - w.u + 1, kThreads / static_cast<int>(p.sh * p.sw));
+  g.np = static_cast<int>(np);
+  g.hc = static_cast<int>(hc);
   g.slots = g.uh + kWarps - 1;
-  const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
-  g.strips = static_cast<int>(std::min<int64_t>((wc + g.sc - 1) / g.sc, lim));
-  g.rseg = static_cast<int>(std::min<int64_t>(hc, lim / 8));
+  g.strips = static_cast<int>(strips);
+  g.rseg = g.hc;  // one segment an image until the launch knows how many blocks run at once
   g.segs = 1;
   g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
-  if (p.N * g.strips * hc >= lim) return false;
   std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
   std::copy(w.tab, w.tab + kAxisMaxS * kAxisMaxU, g.tw);
   return true;
@@ -324,7 +369,7 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
     // iterations' rows where that costs no more segments.
     const int dev = x.get_device();
     const int64_t resident = int64_t(sm_count(dev)) * resident_blocks(reinterpret_cast<const void*>(kernel), bytes, dev);
-    const int64_t hc = g.rseg, units = p.N * p.groups * g.strips;
+    const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     int64_t rseg = (hc + want - 1) / want;
     const int64_t rounded = (rseg + g.uh - 1 + kWarps - 1) / kWarps * kWarps - (g.uh - 1);
@@ -337,11 +382,17 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
                                               out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  const bool small_u = g.uh <= 3 && g.uw <= 3;
-  if (g.mtiles <= 3)
-    small_u ? go(convt_taps_kernel<T, 3, 3>, 3) : go(convt_taps_kernel<T, 3, kMaxU>, 3);
-  else
-    small_u ? go(convt_taps_kernel<T, 6, 3>, 6) : go(convt_taps_kernel<T, 6, kMaxU>, 6);
+  // KU: the col2im's offsets a axis, unrolled (DCGAN's 4x4 stride 2: 2; FSRCNN's 9x9 stride 3: 3).
+  const int u = std::max(g.uh, g.uw);
+  if (g.np <= 48) {
+    if (u <= 2) go(convt_taps_kernel<T, 3, 2>, 3);
+    else if (u == 3) go(convt_taps_kernel<T, 3, 3>, 3);
+    else go(convt_taps_kernel<T, 3, kMaxU>, 3);
+  } else {
+    if (u <= 2) go(convt_taps_kernel<T, 6, 2>, 6);
+    else if (u == 3) go(convt_taps_kernel<T, 6, 3>, 6);
+    else go(convt_taps_kernel<T, 6, kMaxU>, 6);
+  }
 }
 
 }  // namespace
