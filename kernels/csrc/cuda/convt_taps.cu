@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(kThreads, 3)
   // B = the input, (channel k) x (pixel n): b0 / b1 hold channel t / t + 4 of pixel g (TF32), or the pairs 2t / 2t + 8
   // (half types). A thread loads pixels g and g + 8 of the warp's row; addresses are 32-bit offsets from an opaque
   // base (Cin/g x H x W < 2^31, taps_supports), clamped into the image so every load is legal, and the loads outside
-  // it (or past the group's channels) are predicated off to zero. Where the whole row is inside and the channels fill
-  // the k-step, the loads carry no predicate.
+  // it (or past the group's channels) are predicated off to zero. Where the whole row is inside, the loads of k-steps
+  // the group's channels fill carry no predicate.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
   const int ix0 = b0 + g.db0 + gq;
@@ -101,30 +101,46 @@ __global__ void __launch_bounds__(kThreads, 3)
   const bool strip_in = b0 + g.db0 >= 0 && b0 + g.db0 + kPx <= g.win;
   const int kfull = g.cin_g / kK;  // k-steps with every channel in the group
   RowLoads<T> ld;
+  // TF32: channel t + 4 r of k-step ks; half: channel 2t + (r & 1) + 8 (r >> 1).
+  auto chan = [&](int ks, int r) { return kHalf ? ks * 16 + 2 * t + (r & 1) + 8 * (r >> 1) : ks * 8 + t + 4 * r; };
   auto load_row = [&](int it) {
     const int j = it * kWarps + warp, iy = a0 + g.da0 + j;
     const bool row_in = j < nrows && iy >= 0 && iy < g.hin;
     const int iyc = min(max(iy, 0), g.hin - 1);
     const unsigned pix[2] = {unsigned(iyc) * g.win + unsigned(min(max(ix0, 0), g.win - 1)),
                              unsigned(iyc) * g.win + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
-    const bool fast = row_in && strip_in;
+    if (row_in && strip_in) {
+      // The whole row inside: pixel g + 8 is 8 elements past pixel g, and every channel below kfull k-steps is the
+      // group's.
+      const Bits* p0 = src + pix[0];
 #pragma unroll
-    for (int ks = 0; ks < kKS; ++ks) {
-      if (ks < g.ksteps) {
-        // TF32: channel t + 4 r; half: channel 2t + (r & 1) + 8 (r >> 1).
-        auto chan = [&](int r) { return kHalf ? ks * 16 + 2 * t + (r & 1) + 8 * (r >> 1) : ks * 8 + t + 4 * r; };
-        if (fast && ks < kfull) {
+      for (int ks = 0; ks < kKS; ++ks) {
+        if (ks < kfull) {
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt)
+          for (int r = 0; r < RowLoads<T>::kWords; ++r) {
+            const Bits* pk = p0 + unsigned(chan(ks, r)) * hw;
+            ld.v[ks][0][r] = uint32_t(__ldg(pk));
+            ld.v[ks][1][r] = uint32_t(__ldg(pk + 8));
+          }
+        } else if (ks < g.ksteps) {
 #pragma unroll
-            for (int r = 0; r < RowLoads<T>::kWords; ++r)
-              ld.v[ks][nt][r] = uint32_t(__ldg(src + (unsigned(chan(r)) * hw + pix[nt])));
-        } else {
+          for (int r = 0; r < RowLoads<T>::kWords; ++r) {
+            const int k = chan(ks, r);
+            const Bits* pk = p0 + unsigned(min(k, g.cin_g - 1)) * hw;
+            ld.v[ks][0][r] = k < g.cin_g ? uint32_t(__ldg(pk)) : 0u;
+            ld.v[ks][1][r] = k < g.cin_g ? uint32_t(__ldg(pk + 8)) : 0u;
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        if (ks < g.ksteps) {
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
             for (int r = 0; r < RowLoads<T>::kWords; ++r) {
-              const int k = chan(r);
+              const int k = chan(ks, r);
               const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[nt];
               ld.v[ks][nt][r] = row_in && px_in[nt] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
             }
@@ -238,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
 
     // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's float2
-    // stores on 32 distinct banks. Rows past the products (the last m-tile's padding) have no room in a slot.
+    // stores on 32 distinct banks. Rows past the products (m-tiles' padding) have no room in a slot.
     int s = wslot + warp;
     s -= s >= g.slots ? g.slots : 0;
     float* prow = ring + s * slot_floats + gq * kPitch + 2 * t;
@@ -247,9 +263,9 @@ __global__ void __launch_bounds__(kThreads, 3)
       const int m = mt * 16 + gq;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        if (mt < MT - 1 || m < g.np)
+        if (m < g.np)
           *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
-        if (mt < MT - 1 || m + 8 < g.np)
+        if (m + 8 < g.np)
           *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
               make_float2(acc[mt][nt][2], acc[mt][nt][3]);
       }
