@@ -64,7 +64,11 @@ struct RowLoads {
 
 // An fp32 (its bits) as a TF32 operand, rounded half an ulp away from zero (tf32_bits's result) in three
 // instructions: the add is skipped only for NaNs whose top mantissa bits would carry into the sign; an Inf stays one.
-__device__ __forceinline__ uint32_t tf32_near(uint32_t v) { return (v & 0x7fffffffu) < 0x7ffff000u ? v + 0x1000u : v; }
+__device__ __forceinline__ uint32_t tf32_near(uint32_t v) {
+  asm("{\n .reg .pred p;\n .reg .b32 m;\n and.b32 m, %0, 0x7fffffff;\n setp.lt.u32 p, m, 0x7ffff000;\n"
+      " @p add.u32 %0, %0, 0x1000;\n}" : "+r"(v));
+  return v;
+}
 
 template <typename T, int MT, int KU>
 __global__ void __launch_bounds__(kThreads, 3)
@@ -73,15 +77,13 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;  // channels a k-step
   constexpr int kKS = RowLoads<T>::kKS;
-  constexpr int kEntries = (kKS * MT * 32 + kThreads - 1) / kThreads;  // a thread's A fragments to stage, at most
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(16) uint4 sm4[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, grp = blockIdx.y;
   const int gq = lane >> 2, t = lane & 3;
   uint4* wa = sm4;                                                       // [k-step][m-tile][lane]: A fragments
   float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);       // [slot][product][kPitch]
-  int* src_of = reinterpret_cast<int*>(ring + g.slots * g.np * kPitch);  // [product]: its weight's column, or -1
-  float* sbias = reinterpret_cast<float*>(src_of + MT * 16);             // [output channel]
+  float* sbias = ring + g.slots * g.np * kPitch;                         // [output channel]
   const int slot_floats = g.np * kPitch;
 
   const int per_img = g.segs * g.strips, img = blockIdx.x / per_img, rem = blockIdx.x - img * per_img;
@@ -112,13 +114,13 @@ __global__ void __launch_bounds__(kThreads, 3)
     if (row_in && strip_in) {
       // The whole row inside: pixel g + 8 is 8 elements past pixel g, and every channel below kfull k-steps is the
       // group's.
-      const Bits* p0 = src + pix[0];
+      const unsigned o0 = unsigned(chan(0, 0)) * hw + pix[0];
 #pragma unroll
       for (int ks = 0; ks < kKS; ++ks) {
         if (ks < kfull) {
 #pragma unroll
           for (int r = 0; r < RowLoads<T>::kWords; ++r) {
-            const Bits* pk = p0 + unsigned(chan(ks, r)) * hw;
+            const Bits* pk = src + (o0 + unsigned(chan(ks, r) - chan(0, 0)) * hw);
             ld.v[ks][0][r] = uint32_t(__ldg(pk));
             ld.v[ks][1][r] = uint32_t(__ldg(pk + 8));
           }
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
           for (int r = 0; r < RowLoads<T>::kWords; ++r) {
             const int k = chan(ks, r);
-            const Bits* pk = p0 + unsigned(min(k, g.cin_g - 1)) * hw;
+            const Bits* pk = src + (unsigned(min(k, g.cin_g - 1)) * hw + pix[0]);
             ld.v[ks][0][r] = k < g.cin_g ? uint32_t(__ldg(pk)) : 0u;
             ld.v[ks][1][r] = k < g.cin_g ? uint32_t(__ldg(pk + 8)) : 0u;
           }
@@ -152,54 +154,42 @@ __global__ void __launch_bounds__(kThreads, 3)
 
   // The products are ordered (output channel, height phase r, height offset i, width phase q, width offset j), so an
   // output's taps are uw consecutive rows a height offset, one pixel apart each: immediate offsets in the col2im.
-  // Product m's weight is column (output channel, kh, kw) of w[k][.], or none (-1) where phase r has no tap at offset
-  // i or q none at j: those rows are zero, and their products add nothing.
+  // Product m's weight is column (output channel, kh, kw) of w[k][.], or none where phase r has no tap at offset i
+  // or q none at j: those rows are zero, and their products add nothing.
   const int uw_sw = g.uw * g.sw, per_co = g.sh * g.uh * uw_sw;
-  if (tid < MT * 16) {
-    int m = tid, col = -1;
-    if (m < g.np) {
-      const int co = m / per_co, rest = m - co * per_co, ri = rest / uw_sw, qj = rest - ri * uw_sw;
-      const int r = ri / g.uh, i = ri - r * g.uh, q = qj / g.uw, j = qj - q * g.uw;
-      const int kh = g.th[r * kAxisMaxU + i], kwj = g.tw[q * kAxisMaxU + j];
-      if (kh >= 0 && kwj >= 0) col = co * g.kk + kh * g.kw + kwj;
-    }
-    src_of[m] = col;
-  }
   if (tid < g.cout_g) sbias[tid] = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + tid]) : 0.f;
-  __syncthreads();
 
   // A = the weights, (product m) x (input channel k): m16n8k8 TF32 a0..a3 hold (g, t), (g + 8, t), (g, t + 4),
-  // (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). Every load of a thread is
-  // issued a chunk at a time, so the staging waits out a few loads' latency, not one a fragment.
-  {
-    const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * g.kk * g.cout_g;
+  // (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). A thread stages one
+  // product row, a k-step's loads in flight together, each to a fixed offset of its row's fragment words.
+  if (tid < MT * 16) {
+    const int m = tid, mt = m >> 4, hm = (m >> 3) & 1, gm = m & 7;
+    int col = -1;
+    if (m < g.np) {
+      const int co = m / per_co, rest = m - co * per_co, ri = rest / uw_sw, qj = rest - ri * uw_sw;
+      const int ra = ri / g.uh, ia = ri - ra * g.uh, qa = qj / g.uw, ja = qj - qa * g.uw;
+      const int kh = g.th[ra * kAxisMaxU + ia], kwj = g.tw[qa * kAxisMaxU + ja];
+      if (kh >= 0 && kwj >= 0) col = co * g.kk + kh * g.kw + kwj;
+    }
     const int ncol = g.kk * g.cout_g;
-    constexpr int kWordLoads = kHalf ? 8 : 4;
-    constexpr int kChunk = kHalf ? 2 : 4;  // entries whose loads are in flight together (16 registers)
+    const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol + max(col, 0);
+    uint32_t* wrow = reinterpret_cast<uint32_t*>(wa) + (mt * 32 + gm * 4) * 4 + hm;
+    for (int ks = 0; ks < g.ksteps; ++ks) {
+      uint32_t v[kK];
 #pragma unroll
-    for (int n0 = 0; n0 < kEntries; n0 += kChunk) {
-      uint32_t v[kChunk][kWordLoads];
-#pragma unroll
-      for (int n = 0; n < kChunk; ++n) {
-        const int e = tid + (n0 + n) * kThreads, l = e & 31, mt = (e >> 5) % MT, ks = (e >> 5) / MT, tl = l & 3;
-#pragma unroll
-        for (int h = 0; h < kWordLoads; ++h) {
-          const int r = kHalf ? h >> 1 : h;  // the fragment register
-          const int m = mt * 16 + (l >> 2) + 8 * (r & 1);
-          const int k = kHalf ? ks * 16 + 2 * tl + 8 * (r >> 1) + (h & 1) : ks * 8 + tl + 4 * (r >> 1);
-          const int col = n0 + n < kEntries && e < g.ksteps * MT * 32 ? src_of[m] : -1;
-          v[n][h] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol + col]) : 0u;
-        }
+      for (int kk = 0; kk < kK; ++kk) {
+        const int k = ks * kK + kk;
+        v[kk] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol]) : 0u;
       }
+      uint32_t* wk = wrow + ks * MT * 128;
 #pragma unroll
-      for (int n = 0; n < kChunk; ++n) {
-        const int e = tid + (n0 + n) * kThreads;
-        if (n0 + n < kEntries && e < g.ksteps * MT * 32) {
-          if constexpr (kHalf)
-            wa[e] = make_uint4(v[n][0] | v[n][1] << 16, v[n][2] | v[n][3] << 16, v[n][4] | v[n][5] << 16,
-                               v[n][6] | v[n][7] << 16);
-          else
-            wa[e] = make_uint4(tf32_bits(v[n][0]), tf32_bits(v[n][1]), tf32_bits(v[n][2]), tf32_bits(v[n][3]));
+      for (int kk = 0; kk < kK; ++kk) {
+        if constexpr (kHalf) {
+          // Channel 16 ks + kk: lane (g, t = (kk % 8) / 2), register hm + 2 (kk / 8), half kk % 2.
+          reinterpret_cast<uint16_t*>(wk + ((kk & 7) >> 1) * 4 + 2 * (kk >> 3))[kk & 1] = static_cast<uint16_t>(v[kk]);
+        } else {
+          // Channel 8 ks + kk: lane (g, t = kk % 4), register hm + 2 (kk / 4).
+          wk[(kk & 3) * 4 + 2 * (kk >> 2)] = tf32_bits(v[kk]);
         }
       }
     }
@@ -217,7 +207,12 @@ __global__ void __launch_bounds__(kThreads, 3)
   const float* tbase = ring + (r * g.uh * uw_sw + q * g.uw) * kPitch + bl;
   const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + (ox_in ? ox : 0);
-  const int c_end = min(g.rseg, g.hc - a0);  // the segment's cell rows
+  // The segment's cell rows whose phase-r output lies in the image: cell a's is sh a - ch + r, so a >= 1 where
+  // r < ch, and a <= (hout - 1 + ch - r) / sh.
+  const int top = g.hout - 1 + g.ch - r;  // negative where no cell's phase-r output is in the image
+  const int c_lo = max(0, (r < g.ch ? 1 : 0) - a0);
+  const int c_hi = min(min(g.rseg, g.hc - a0), (top < 0 ? 0 : top / g.sh + 1) - a0);
+  const unsigned row_step = unsigned(g.sh) * unsigned(g.wout);
   __syncthreads();  // the weights
 
   int wslot = 0;                                 // slot of the iteration's first row: (it kWarps) mod slots
@@ -261,11 +256,12 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const int m = mt * 16 + gq;
+      const bool full = (mt + 1) * 16 <= (MT == 6 ? 48 : 0);  // np > 48 where MT is 6
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        if (m < g.np)
+        if (full || m < g.np)
           *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
-        if (m + 8 < g.np)
+        if (full || m + 8 < g.np)
           *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
               make_float2(acc[mt][nt][2], acc[mt][nt][3]);
       }
@@ -280,13 +276,15 @@ __global__ void __launch_bounds__(kThreads, 3)
         const int sl = rslot + k;
         sb[k] = (sl >= g.slots ? sl - g.slots : sl) * slot_floats;
       }
+      const int c0 = it * kWarps - (g.uh - 1);  // the segment's cell row of cc = 0
+      const unsigned oy0 = unsigned((a0 + c0) * g.sh - g.ch + r) * unsigned(g.wout);  // (wraps where c0 < 0: unused)
       for (int co = sub; co < g.cout_g; co += lanes_per) {
         const float* pco = tbase + co * per_co * kPitch;
+        T* yco = yb + co * plane;
 #pragma unroll
         for (int cc = 0; cc < kWarps; ++cc) {
-          const int c = it * kWarps + cc - (g.uh - 1);  // the segment's cell row
-          const int oy = (a0 + c) * g.sh - g.ch + r;
-          if (c >= 0 && c < c_end && oy >= 0 && oy < g.hout) {
+          const int c = c0 + cc;
+          if (c >= c_lo && c < c_hi) {
             float sum = sbias[co];
 #pragma unroll
             for (int i = 0; i < KU; ++i)
@@ -296,7 +294,7 @@ __global__ void __launch_bounds__(kThreads, 3)
                 for (int j = 0; j < KU; ++j)
                   if (j < g.uw) sum += pi[j * (kPitch + 1)];
               }
-            yb[co * plane + unsigned(oy) * unsigned(g.wout)] = static_cast<T>(sum);
+            yco[oy0 + unsigned(cc) * row_step] = static_cast<T>(sum);
           }
         }
       }
@@ -310,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 int smem_bytes(const TapsGeom& g, int mt) {
-  return g.ksteps * mt * 32 * 16 + g.slots * g.np * kPitch * 4 + mt * 16 * 4 + g.cout_g * 4;
+  return g.ksteps * mt * 32 * 16 + g.slots * g.np * kPitch * 4 + g.cout_g * 4;
 }
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
