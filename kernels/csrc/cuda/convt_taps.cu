@@ -49,8 +49,14 @@ struct TapsGeom {
   int sc;                // cell columns a strip: kPx - uw + 1, fewer where the (phase, column) lanes outgrow a block
   int slots;             // rows in the ring: the uh + kWarps - 1 one iteration's sums read
   int rseg, segs, strips, iters;  // cell rows a segment; segments and strips an image; iterations a segment
+  int lanes, lanes_per;   // the col2im's (phase, cell column) lanes, and threads a lane
+  // Magic multipliers for the small divisions a thread does once: a / d == (a * magic(d)) >> 16 where a d < 2^16.
+  unsigned m_lanes, m_sc, m_sw, m_per_co, m_uw_sw, m_uh, m_uw;
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
+
+__device__ __forceinline__ int div_small(int a, unsigned magic) { return static_cast<int>((unsigned(a) * magic) >> 16); }
+unsigned magic(int d) { return (65536u + unsigned(d) - 1) / unsigned(d); }
 
 // One iteration's B operands in flight: TF32 words, or half-type elements a register each (packed at use, so the
 // loads are not waited on where they are issued).
@@ -79,15 +85,14 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr int kKS = RowLoads<T>::kKS;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(16) uint4 sm4[];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, grp = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, img = blockIdx.y, grp = blockIdx.z;
   const int gq = lane >> 2, t = lane & 3;
   uint4* wa = sm4;                                                       // [k-step][m-tile][lane]: A fragments
   float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);       // [slot][product][kPitch]
   float* sbias = ring + g.slots * g.np * kPitch;                         // [output channel]
   const int slot_floats = g.np * kPitch;
 
-  const int per_img = g.segs * g.strips, img = blockIdx.x / per_img, rem = blockIdx.x - img * per_img;
-  const int seg = rem / g.strips, strip = rem - seg * g.strips;
+  const int seg = blockIdx.x / g.strips, strip = blockIdx.x - seg * g.strips;
   const int a0 = seg * g.rseg, b0 = strip * g.sc;
   const int nrows = min(g.rseg, g.hc - a0) + g.uh - 1;  // input rows the segment's cells read
 
@@ -166,30 +171,43 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int m = tid, mt = m >> 4, hm = (m >> 3) & 1, gm = m & 7;
     int col = -1;
     if (m < g.np) {
-      const int co = m / per_co, rest = m - co * per_co, ri = rest / uw_sw, qj = rest - ri * uw_sw;
-      const int ra = ri / g.uh, ia = ri - ra * g.uh, qa = qj / g.uw, ja = qj - qa * g.uw;
+      const int co = div_small(m, g.m_per_co), rest = m - co * per_co, ri = div_small(rest, g.m_uw_sw);
+      const int qj = rest - ri * uw_sw, ra = div_small(ri, g.m_uh), ia = ri - ra * g.uh;
+      const int qa = div_small(qj, g.m_uw), ja = qj - qa * g.uw;
       const int kh = g.th[ra * kAxisMaxU + ia], kwj = g.tw[qa * kAxisMaxU + ja];
       if (kh >= 0 && kwj >= 0) col = co * g.kk + kh * g.kw + kwj;
     }
     const int ncol = g.kk * g.cout_g;
     const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol + max(col, 0);
     uint32_t* wrow = reinterpret_cast<uint32_t*>(wa) + (mt * 32 + gm * 4) * 4 + hm;
-    for (int ks = 0; ks < g.ksteps; ++ks) {
-      uint32_t v[kK];
+    // Two passes of half the k-steps, each with all its loads in flight (32 registers).
 #pragma unroll
-      for (int kk = 0; kk < kK; ++kk) {
-        const int k = ks * kK + kk;
-        v[kk] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol]) : 0u;
-      }
-      uint32_t* wk = wrow + ks * MT * 128;
+    for (int pass = 0; pass < 2; ++pass) {
+      constexpr int kHalfKS = kKS / 2;
+      uint32_t v[kHalfKS][kK];
 #pragma unroll
-      for (int kk = 0; kk < kK; ++kk) {
-        if constexpr (kHalf) {
-          // Channel 16 ks + kk: lane (g, t = (kk % 8) / 2), register hm + 2 (kk / 8), half kk % 2.
-          reinterpret_cast<uint16_t*>(wk + ((kk & 7) >> 1) * 4 + 2 * (kk >> 3))[kk & 1] = static_cast<uint16_t>(v[kk]);
-        } else {
-          // Channel 8 ks + kk: lane (g, t = kk % 4), register hm + 2 (kk / 4).
-          wk[(kk & 3) * 4 + 2 * (kk >> 2)] = tf32_bits(v[kk]);
+      for (int h = 0; h < kHalfKS; ++h)
+#pragma unroll
+        for (int kk = 0; kk < kK; ++kk) {
+          const int ks = pass * kHalfKS + h, k = ks * kK + kk;
+          v[h][kk] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol]) : 0u;
+        }
+#pragma unroll
+      for (int h = 0; h < kHalfKS; ++h) {
+        const int ks = pass * kHalfKS + h;
+        if (ks < g.ksteps) {
+          uint32_t* wk = wrow + ks * MT * 128;
+#pragma unroll
+          for (int kk = 0; kk < kK; ++kk) {
+            if constexpr (kHalf) {
+              // Channel 16 ks + kk: lane (g, t = (kk % 8) / 2), register hm + 2 (kk / 8), half kk % 2.
+              reinterpret_cast<uint16_t*>(wk + ((kk & 7) >> 1) * 4 + 2 * (kk >> 3))[kk & 1] =
+                  static_cast<uint16_t>(v[h][kk]);
+            } else {
+              // Channel 8 ks + kk: lane (g, t = kk % 4), register hm + 2 (kk / 4).
+              wk[(kk & 3) * 4 + 2 * (kk >> 2)] = tf32_bits(v[h][kk]);
+            }
+          }
         }
       }
     }
@@ -197,9 +215,8 @@ __global__ void __launch_bounds__(kThreads, 3)
 
   // The col2im's lanes: (height phase r, width phase q, cell column bl), bl fastest so a warp's reads of one product
   // row are consecutive pixels; sub splits the output channels where lanes are fewer than threads.
-  const int lanes = g.sh * g.sw * g.sc, lanes_per = kThreads / lanes;
-  const int sub = tid / lanes, li = tid - sub * lanes, rq = li / g.sc, bl = li - rq * g.sc;
-  const int r = rq / g.sw, q = rq - r * g.sw;
+  const int lanes_per = g.lanes_per, sub = div_small(tid, g.m_lanes), li = tid - sub * g.lanes;
+  const int rq = div_small(li, g.m_sc), bl = li - rq * g.sc, r = div_small(rq, g.m_sw), q = rq - r * g.sw;
   const int ox = (b0 + bl) * g.sw - g.cw + q;
   const bool ox_in = sub < lanes_per && ox >= 0 && ox < g.wout;
   // Tap (i, j) of output channel co: product row ((co sh + r) uh + i) uw sw + q uw + j, pixel bl + j.
@@ -225,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      if (ks < g.ksteps) {
+      if (ks == 0 || ks < g.ksteps) {  // ksteps >= 1: the first k-step's accumulators start at zero
         uint32_t b[2][2];
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
@@ -327,7 +344,7 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   g.sc = std::min<int>(kPx - w.u + 1, kThreads / static_cast<int>(p.sh * p.sw));
   const int64_t strips = (wc + g.sc - 1) / g.sc;
-  if (p.N * strips * hc >= lim) return false;
+  if (strips * hc >= lim) return false;
   g.hin = static_cast<int>(p.Hin);
   g.win = static_cast<int>(p.Win);
   g.hout = static_cast<int>(p.Hout);
@@ -350,6 +367,15 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   g.hc = static_cast<int>(hc);
   g.slots = g.uh + kWarps - 1;
   g.strips = static_cast<int>(strips);
+  g.lanes = g.sh * g.sw * g.sc;
+  g.lanes_per = kThreads / g.lanes;
+  g.m_lanes = magic(g.lanes);
+  g.m_sc = magic(g.sc);
+  g.m_sw = magic(g.sw);
+  g.m_per_co = magic(g.sh * g.uh * g.sw * g.uw);
+  g.m_uw_sw = magic(g.sw * g.uw);
+  g.m_uh = magic(g.uh);
+  g.m_uw = magic(g.uw);
   g.rseg = g.hc;  // one segment an image until the launch knows how many blocks run at once
   g.segs = 1;
   g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
@@ -391,7 +417,8 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
     g.rseg = static_cast<int>(rseg);
     g.segs = static_cast<int>((hc + rseg - 1) / rseg);
     g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
-    const dim3 grid(static_cast<unsigned>(p.N * g.segs * g.strips), static_cast<unsigned>(p.groups));
+    const dim3 grid(static_cast<unsigned>(g.segs * g.strips), static_cast<unsigned>(p.N),
+                    static_cast<unsigned>(p.groups));
     kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
                                               out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -414,7 +441,7 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
 bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
-  if (p.groups > 65535) return false;  // grid.y
+  if (p.groups > 65535 || p.N > 65535) return false;  // grid.z, grid.y
   TapsGeom g;
   return geometry(p, static_cast<int>(x.element_size()), g);
 }

@@ -14,8 +14,8 @@
 namespace convt {
 
 // fp16, bf16 and fp32 with TF32 products (not strict fp32); a pixel's products at most 96; input channels a group at
-// most 64; the input offsets an output's taps read (at the cells' shift) at most 4 a axis; at most 128 phases; 32-bit
-// sizes within an image.
+// most 64; the input offsets an output's taps read (at the cells' shift) at most 4 a axis; at most 128 phases; a batch
+// and groups of at most 65535; 32-bit sizes within an image.
 bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  cudaStream_t stream);
