@@ -22,9 +22,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "../convt_params.h"
 #include "convt_strip.h"
@@ -645,17 +642,10 @@ int64_t smem_limit() {
   return int64_t(max_smem_optin(c10::cuda::current_device())) - 3072;
 }
 
-// Blocks of the kernel resident on one SM, asked of the runtime once per (kernel, shared memory, device).
+// Blocks of the kernel resident on one SM.
 int resident_blocks(const void* kernel, int64_t smem, int device) {
-  static std::mutex mu;
-  static std::map<std::tuple<const void*, int64_t, int>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find({kernel, smem, device});
-  if (it != known.end()) return it->second;
-  int blocks = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, static_cast<size_t>(smem)));
+  const int blocks = blocks_per_sm(kernel, kThreads, static_cast<size_t>(smem), device);
   TORCH_CHECK(blocks > 0, "convt: the strip kernel does not fit on an SM with ", smem, " bytes of shared memory");
-  known[{kernel, smem, device}] = blocks;
   return blocks;
 }
 

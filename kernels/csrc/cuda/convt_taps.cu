@@ -17,9 +17,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <type_traits>
 
 #include "cells_axis.h"
@@ -384,19 +381,6 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   return true;
 }
 
-// Blocks of a kernel an SM holds at these bytes, asked of the occupancy calculator once.
-int resident_blocks(const void* kernel, int bytes, int device) {
-  static std::mutex mu;
-  static std::map<std::tuple<const void*, int, int>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  int& n = known[{kernel, bytes, device}];
-  if (n == 0) {
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, bytes));
-    n = std::max(n, 1);
-  }
-  return n;
-}
-
 template <typename T>
 void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
@@ -408,7 +392,7 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
     // Segments: as many as fill the blocks that run at once (at least one a strip), each a whole number of
     // iterations' rows where that costs no more segments.
     const int dev = x.get_device();
-    const int64_t resident = int64_t(sm_count(dev)) * resident_blocks(reinterpret_cast<const void*>(kernel), bytes, dev);
+    const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     int64_t rseg = (hc + want - 1) / want;

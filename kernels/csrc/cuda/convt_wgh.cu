@@ -350,10 +350,9 @@ void launch_shape(const ConvTParams& p, const float* x, const float* w, const fl
   const int smem = S::smem_bytes(gg.halo_slot, gg.nh);
   auto kernel = convt_wgh_kernel<BN, MSUB, NH, NW>;
   allow_dynamic_smem(kernel, smem);
-  int device = 0, per_sm = 0;
+  int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
-  const int sms = sm_count(device);
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int sms = sm_count(device), per_sm = blocks_per_sm(kernel, kThreads, smem, device);
   const int64_t grid = std::min<int64_t>(gg.total, int64_t(sms) * std::max(per_sm, 1));
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(xmap, wmap, p, gg, b, y);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

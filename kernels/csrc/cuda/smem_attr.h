@@ -1,7 +1,7 @@
 // Device facts the launches need on every call, each asked of the driver once: a kernel's dynamic shared-memory
 // limit, raised once per kernel and device rather than before every launch (cudaFuncSetAttribute is a driver call, a
 // function lookup under a lock, that a batch-1 decoder layer, a few microseconds of GPU time, would otherwise pay on
-// each call), and a device's SM count and opt-in shared memory a block.
+// each call), a device's SM count and opt-in shared memory a block, and a kernel's blocks an SM.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
@@ -9,6 +9,7 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 namespace convt {
@@ -44,5 +45,25 @@ inline int sm_count(int device) { return device_attribute(cudaDevAttrMultiProces
 
 // The device's opt-in shared memory a block, in bytes.
 inline int max_smem_optin(int device) { return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device); }
+
+// Blocks of a kernel one SM holds at this block size and dynamic shared memory (0 where it does not fit), asked of the
+// occupancy calculator once per (kernel, threads, bytes, device): the persistent launches size their grids by it.
+inline int blocks_per_sm(const void* kernel, int threads, size_t bytes, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t, int>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(kernel, threads, bytes, device);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int n = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, bytes));
+  known[key] = n;
+  return n;
+}
+
+template <typename Kernel>
+int blocks_per_sm(Kernel* kernel, int threads, size_t bytes, int device) {
+  return blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, bytes, device);
+}
 
 }  // namespace convt
