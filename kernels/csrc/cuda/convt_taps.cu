@@ -65,8 +65,9 @@ struct RowLoads {
   uint32_t v[kKS][2][kWords];
 };
 
-// An fp32 (its bits) as a TF32 operand, rounded half an ulp away from zero (tf32_bits's result) in three
-// instructions: the add is skipped only for NaNs whose top mantissa bits would carry into the sign; an Inf stays one.
+// An fp32 (its bits) as a TF32 operand, rounded half an ulp away from zero (tf32_bits's result): the add is skipped
+// only for NaNs whose top mantissa bits would carry into the sign; an Inf stays one. Written as a predicated add, but
+// ptxas emits a select, so it costs four instructions a word like tf32_bits (v31e profile).
 __device__ __forceinline__ uint32_t tf32_near(uint32_t v) {
   asm("{\n .reg .pred p;\n .reg .b32 m;\n and.b32 m, %0, 0x7fffffff;\n setp.lt.u32 p, m, 0x7ffff000;\n"
       " @p add.u32 %0, %0, 0x1000;\n}" : "+r"(v));
