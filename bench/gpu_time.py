@@ -22,7 +22,18 @@ from bench.problems import DECODER_LAYERS, KERNELBENCH_CASES
 from bench.run import MODES
 from bench.variants import check
 
-CASES = {**KERNELBENCH_CASES, **DECODER_LAYERS}
+# Shapes beside the suites' layers in the domain of the strided 1-4 output-channel kernels (cells, taps), for their
+# pick: FSRCNN and DCGAN 64->3 at other batches and sizes, 4 output channels (64 products a pixel), grouped 6x6
+# stride 2 (3 offsets a axis), and a 4x3 kernel at strides (2, 1) (2 and 3 offsets: the taps kernel's any-offset form).
+PROBES = {
+    "probe-fsrcnn-n4-128": (4, 56, 1, (9, 9), (128, 128), (3, 3), (4, 4), (2, 2), (1, 1), 1),
+    "probe-dcgan-64-3-n1": (1, 64, 3, (4, 4), (32, 32), (2, 2), (1, 1), (0, 0), (1, 1), 1),
+    "probe-32-4-k4s2-n8": (8, 32, 4, (4, 4), (64, 64), (2, 2), (1, 1), (0, 0), (1, 1), 1),
+    "probe-128-4-k6s2-g2-n2": (2, 128, 4, (6, 6), (48, 48), (2, 2), (2, 2), (0, 0), (1, 1), 2),
+    "probe-32-2-k4x3s2x1-n2": (2, 32, 2, (4, 3), (80, 80), (2, 1), (1, 1), (0, 0), (1, 1), 1),
+    "probe-24-1-k8s4-n2": (2, 24, 1, (8, 8), (96, 96), (4, 4), (2, 2), (0, 0), (1, 1), 1),
+}
+CASES = {**KERNELBENCH_CASES, **DECODER_LAYERS, **PROBES}
 
 
 def gpu_us(fn, args_sets, reps: int = 40) -> float:

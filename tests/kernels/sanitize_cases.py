@@ -68,6 +68,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 40, 4, (4, 3), (13, 37), (2, 1), (1, 1), (1, 0), (2, 1), 2, torch.float16, "taps", True),
     # stride 1 with 3 output channels: 18 products, so the second of three m-tiles is cut short and the third empty
     (2, 17, 3, (3, 2), (6, 26), 1, (2, 0), 0, 1, 1, torch.bfloat16, "taps", True),
+    # DCGAN's 4x4 stride 2 (2 offsets a axis, known at compile time: slots as registers), 48 products, bf16 on two
+    # strips and segments cut by the edges
+    (2, 64, 3, (4, 4), (11, 37), 2, 1, 0, 1, 1, torch.bfloat16, "taps", True),
     # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
     # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),

@@ -36,6 +36,16 @@ constexpr int kMaxCin = 64;               // input channels a group
 constexpr int kMaxU = 4;                  // input offsets a axis
 constexpr int kMaxProducts = 96;          // a pixel's products (gaps included): six m16 tiles
 
+// The ring's rows: uh + kWarps - 1 are read an iteration. A count that kWarps rows an iteration bring back to the
+// same slot after kPeriod iterations lets the loop unroll that far, so every slot index is a compile-time constant:
+// 6 rows (period 3) where uh == uw is 2 or 3 (KU), 8 (period 2) for any uh <= 4 (KU = 0).
+template <int KU>
+struct Ring {
+  static constexpr int kSlots = KU == 0 ? 8 : 6;
+  static constexpr int kPeriod = KU == 0 ? 2 : 3;
+  static_assert(kPeriod * kWarps % kSlots == 0 && (KU == 0 ? kMaxU : KU) + kWarps - 1 <= kSlots);
+};
+
 struct TapsGeom {
   int hin, win, hout, wout;
   int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
@@ -44,15 +54,17 @@ struct TapsGeom {
   int np;                // products a pixel, as the col2im orders them: Cout/g x sh x uh x sw x uw (taps and gaps)
   int hc;                // cell rows an image
   int sc;                // cell columns a strip: kPx - uw + 1, fewer where the (phase, column) lanes outgrow a block
-  int slots;             // rows in the ring: the uh + kWarps - 1 one iteration's sums read
-  int rseg, segs, strips, iters;  // cell rows a segment; segments and strips an image; iterations a segment
+  int strips;            // strips an image
+  int rseg = 0, iters = 0;  // cell rows a segment, and its iterations (set by the launch, which knows the occupancy)
   int lanes, lanes_per;   // the col2im's (phase, cell column) lanes, and threads a lane
   // Magic multipliers for the small divisions a thread does once: a / d == (a * magic(d)) >> 16 where a d < 2^16.
   unsigned m_lanes, m_sc, m_sw, m_per_co, m_uw_sw, m_uh, m_uw;
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
 
-__device__ __forceinline__ int div_small(int a, unsigned magic) { return static_cast<int>((unsigned(a) * magic) >> 16); }
+__device__ __forceinline__ int div_small(int a, unsigned magic) {
+  return static_cast<int>((unsigned(a) * magic) >> 16);
+}
 unsigned magic(int d) { return (65536u + unsigned(d) - 1) / unsigned(d); }
 
 // One iteration's B operands in flight: TF32 words, or half-type elements a register each (packed at use, so the
@@ -65,15 +77,7 @@ struct RowLoads {
   uint32_t v[kKS][2][kWords];
 };
 
-// An fp32 (its bits) as a TF32 operand, rounded half an ulp away from zero (tf32_bits's result): the add is skipped
-// only for NaNs whose top mantissa bits would carry into the sign; an Inf stays one. Written as a predicated add, but
-// ptxas emits a select, so it costs four instructions a word like tf32_bits (v31e profile).
-__device__ __forceinline__ uint32_t tf32_near(uint32_t v) {
-  asm("{\n .reg .pred p;\n .reg .b32 m;\n and.b32 m, %0, 0x7fffffff;\n setp.lt.u32 p, m, 0x7ffff000;\n"
-      " @p add.u32 %0, %0, 0x1000;\n}" : "+r"(v));
-  return v;
-}
-
+// KU: uh == uw == KU, known at compile time (2 or 3), or 0 for any uh, uw <= kMaxU read from g.
 template <typename T, int MT, int KU>
 __global__ void __launch_bounds__(kThreads, 3)
     convt_taps_kernel(const ConvTParams p, const TapsGeom g, const T* __restrict__ x, const T* __restrict__ w,
@@ -81,18 +85,21 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;  // channels a k-step
   constexpr int kKS = RowLoads<T>::kKS;
+  constexpr int kSlots = Ring<KU>::kSlots, kPeriod = Ring<KU>::kPeriod;
+  constexpr int kU = KU == 0 ? kMaxU : KU;  // the col2im's offsets a axis, unrolled
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(16) uint4 sm4[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, img = blockIdx.y, grp = blockIdx.z;
   const int gq = lane >> 2, t = lane & 3;
+  const int uh = KU == 0 ? g.uh : KU, uw = KU == 0 ? g.uw : KU;
   uint4* wa = sm4;                                                       // [k-step][m-tile][lane]: A fragments
   float* ring = reinterpret_cast<float*>(wa + g.ksteps * MT * 32);       // [slot][product][kPitch]
-  float* sbias = ring + g.slots * g.np * kPitch;                         // [output channel]
+  float* sbias = ring + kSlots * g.np * kPitch;                          // [output channel]
   const int slot_floats = g.np * kPitch;
 
   const int seg = blockIdx.x / g.strips, strip = blockIdx.x - seg * g.strips;
   const int a0 = seg * g.rseg, b0 = strip * g.sc;
-  const int nrows = min(g.rseg, g.hc - a0) + g.uh - 1;  // input rows the segment's cells read
+  const int nrows = min(g.rseg, g.hc - a0) + uh - 1;  // input rows the segment's cells read
 
   // B = the input, (channel k) x (pixel n): b0 / b1 hold channel t / t + 4 of pixel g (TF32), or the pairs 2t / 2t + 8
   // (half types). A thread loads pixels g and g + 8 of the warp's row; addresses are 32-bit offsets from an opaque
@@ -159,53 +166,56 @@ __global__ void __launch_bounds__(kThreads, 3)
   // output's taps are uw consecutive rows a height offset, one pixel apart each: immediate offsets in the col2im.
   // Product m's weight is column (output channel, kh, kw) of w[k][.], or none where phase r has no tap at offset i
   // or q none at j: those rows are zero, and their products add nothing.
-  const int uw_sw = g.uw * g.sw, per_co = g.sh * g.uh * uw_sw;
+  const int uw_sw = uw * g.sw, per_co = g.sh * uh * uw_sw;
   if (tid < g.cout_g) sbias[tid] = bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + tid]) : 0.f;
 
   // A = the weights, (product m) x (input channel k): m16n8k8 TF32 a0..a3 hold (g, t), (g + 8, t), (g, t + 4),
   // (g + 8, t + 4); m16n8k16 the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8). A thread stages one
-  // product row, a k-step's loads in flight together, each to a fixed offset of its row's fragment words.
+  // product row: all its loads in flight at once (one trip to L2 a block), each address one IMAD.WIDE from an opaque
+  // base, a guard only in the k-step the group's channels do not fill, and the gaps' rows zero without a load.
   if (tid < MT * 16) {
     const int m = tid, mt = m >> 4, hm = (m >> 3) & 1, gm = m & 7;
     int col = -1;
     if (m < g.np) {
       const int co = div_small(m, g.m_per_co), rest = m - co * per_co, ri = div_small(rest, g.m_uw_sw);
-      const int qj = rest - ri * uw_sw, ra = div_small(ri, g.m_uh), ia = ri - ra * g.uh;
-      const int qa = div_small(qj, g.m_uw), ja = qj - qa * g.uw;
+      const int qj = rest - ri * uw_sw, ra = div_small(ri, g.m_uh), ia = ri - ra * uh;
+      const int qa = div_small(qj, g.m_uw), ja = qj - qa * uw;
       const int kh = g.th[ra * kAxisMaxU + ia], kwj = g.tw[qa * kAxisMaxU + ja];
       if (kh >= 0 && kwj >= 0) col = co * g.kk + kh * g.kw + kwj;
     }
     const int ncol = g.kk * g.cout_g;
-    const Bits* wg = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol + max(col, 0);
-    uint32_t* wrow = reinterpret_cast<uint32_t*>(wa) + (mt * 32 + gm * 4) * 4 + hm;
-    // Two passes of half the k-steps, each with all its loads in flight (32 registers).
+    uint32_t v[kKS][kK];
 #pragma unroll
-    for (int pass = 0; pass < 2; ++pass) {
-      constexpr int kHalfKS = kKS / 2;
-      uint32_t v[kHalfKS][kK];
+    for (int ks = 0; ks < kKS; ++ks)
 #pragma unroll
-      for (int h = 0; h < kHalfKS; ++h)
+      for (int kk = 0; kk < kK; ++kk) v[ks][kk] = 0u;
+    if (col >= 0) {
+      const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + (int64_t(grp) * g.cin_g * ncol + col));
 #pragma unroll
-        for (int kk = 0; kk < kK; ++kk) {
-          const int ks = pass * kHalfKS + h, k = ks * kK + kk;
-          v[h][kk] = col >= 0 && k < g.cin_g ? uint32_t(wg[k * ncol]) : 0u;
+      for (int ks = 0; ks < kKS; ++ks) {
+        if (ks < kfull) {
+#pragma unroll
+          for (int kk = 0; kk < kK; ++kk) v[ks][kk] = uint32_t(wq[(ks * kK + kk) * ncol]);
+        } else if (ks < g.ksteps) {
+#pragma unroll
+          for (int kk = 0; kk < kK; ++kk)
+            if (ks * kK + kk < g.cin_g) v[ks][kk] = uint32_t(wq[(ks * kK + kk) * ncol]);
         }
+      }
+    }
+    uint32_t* wrow = reinterpret_cast<uint32_t*>(wa) + (mt * 32 + gm * 4) * 4 + hm;
 #pragma unroll
-      for (int h = 0; h < kHalfKS; ++h) {
-        const int ks = pass * kHalfKS + h;
-        if (ks < g.ksteps) {
-          uint32_t* wk = wrow + ks * MT * 128;
+    for (int ks = 0; ks < kKS; ++ks) {
+      if (ks < g.ksteps) {
+        uint32_t* wk = wrow + ks * MT * 128;
+        if constexpr (kHalf) {
+          // Channels 16 ks + kk, kk + 1 (kk even): lane (g, t = (kk % 8) / 2), register hm + 2 (kk / 8).
 #pragma unroll
-          for (int kk = 0; kk < kK; ++kk) {
-            if constexpr (kHalf) {
-              // Channel 16 ks + kk: lane (g, t = (kk % 8) / 2), register hm + 2 (kk / 8), half kk % 2.
-              reinterpret_cast<uint16_t*>(wk + ((kk & 7) >> 1) * 4 + 2 * (kk >> 3))[kk & 1] =
-                  static_cast<uint16_t>(v[h][kk]);
-            } else {
-              // Channel 8 ks + kk: lane (g, t = kk % 4), register hm + 2 (kk / 4).
-              wk[(kk & 3) * 4 + 2 * (kk >> 2)] = tf32_bits(v[h][kk]);
-            }
-          }
+          for (int kk = 0; kk < kK; kk += 2) wk[((kk & 7) >> 1) * 4 + 2 * (kk >> 3)] = v[ks][kk] | v[ks][kk + 1] << 16;
+        } else {
+          // Channel 8 ks + kk: lane (g, t = kk % 4), register hm + 2 (kk / 4).
+#pragma unroll
+          for (int kk = 0; kk < kK; ++kk) wk[(kk & 3) * 4 + 2 * (kk >> 2)] = tf32_bits(v[ks][kk]);
         }
       }
     }
@@ -219,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   const bool ox_in = sub < lanes_per && ox >= 0 && ox < g.wout;
   // Tap (i, j) of output channel co: product row ((co sh + r) uh + i) uw sw + q uw + j, pixel bl + j.
   const int i_floats = uw_sw * kPitch;
-  const float* tbase = ring + (r * g.uh * uw_sw + q * g.uw) * kPitch + bl;
+  const float* tbase = ring + (r * uh * uw_sw + q * uw) * kPitch + bl;
   const unsigned plane = unsigned(g.hout) * unsigned(g.wout);
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * int64_t(plane) + (ox_in ? ox : 0);
   // The segment's cell rows whose phase-r output lies in the image: cell a's is sh a - ch + r, so a >= 1 where
@@ -228,102 +238,111 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int c_lo = max(0, (r < g.ch ? 1 : 0) - a0);
   const int c_hi = min(min(g.rseg, g.hc - a0), (top < 0 ? 0 : top / g.sh + 1) - a0);
   const unsigned row_step = unsigned(g.sh) * unsigned(g.wout);
+  // Input row R of the segment sits in slot R mod kSlots. Iteration it writes rows 4 it + warp and its sums read rows
+  // 4 it - (uh - 1) + k, k < kWarps + uh - 1; it mod kPeriod fixes both slots, so the loop below is unrolled by
+  // kPeriod and each is a register (slot_at) or, for KU = 0's runtime uh, one add and mask (kSlots = 8).
+  int soff[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) soff[s] = s * slot_floats;
+  float* wrow_at[kPeriod];
+#pragma unroll
+  for (int ph = 0; ph < kPeriod; ++ph)
+    wrow_at[ph] = ring + ((ph * kWarps + warp) % kSlots) * slot_floats + gq * kPitch + 2 * t;
+  const int rbase = kSlots - (uh - 1);  // the slot of row -(uh - 1), less kSlots
+  auto slot_at = [&](int ph, int k) {
+    if constexpr (KU != 0) return soff[(kSlots - (KU - 1) + ph * kWarps + k) % kSlots];
+    else return ((rbase + ph * kWarps + k) & (kSlots - 1)) * slot_floats;
+  };
   __syncthreads();  // the weights
 
-  int wslot = 0;                                 // slot of the iteration's first row: (it kWarps) mod slots
-  int rslot = (g.slots - (g.uh - 1)) % g.slots;  // slot of its first cell row's first input row
-  for (int it = 0; it < g.iters; ++it) {
-    float acc[MT][2][4];
+  for (int it0 = 0; it0 < g.iters; it0 += kPeriod) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int ph = 0; ph < kPeriod; ++ph) {
+      const int it = it0 + ph;
+      if (it < g.iters) {  // a whole number of periods but the last
+        float acc[MT][2][4];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.f;
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int ks = 0; ks < kKS; ++ks) {
-      if (ks == 0 || ks < g.ksteps) {  // ksteps >= 1: the first k-step's accumulators start at zero
-        uint32_t b[2][2];
+          for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.f;
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          if constexpr (kHalf) {
-            b[nt][0] = ld.v[ks][nt][0] | ld.v[ks][nt][1] << 16;
-            b[nt][1] = ld.v[ks][nt][2] | ld.v[ks][nt][3] << 16;
-          } else {
-            b[nt][0] = tf32_near(ld.v[ks][nt][0]);
-            b[nt][1] = tf32_near(ld.v[ks][nt][1]);
+        for (int ks = 0; ks < kKS; ++ks) {
+          if (ks == 0 || ks < g.ksteps) {  // ksteps >= 1: the first k-step's accumulators start at zero
+            uint32_t b[2][2];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+              if constexpr (kHalf) {
+                b[nt][0] = ld.v[ks][nt][0] | ld.v[ks][nt][1] << 16;
+                b[nt][1] = ld.v[ks][nt][2] | ld.v[ks][nt][3] << 16;
+              } else {
+                b[nt][0] = tf32_bits(ld.v[ks][nt][0]);
+                b[nt][1] = tf32_bits(ld.v[ks][nt][1]);
+              }
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              const uint4 av = wa[(ks * MT + mt) * 32 + lane];
+              const uint32_t a[4] = {av.x, av.y, av.z, av.w};
+              Mma<T>::run(acc[mt][0], a, b[0]);
+              Mma<T>::run(acc[mt][1], a, b[1]);
+            }
           }
         }
+        if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
+
+        // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's
+        // float2 stores on 32 distinct banks. Rows past the products (m-tiles' padding) have no room in a slot;
+        // with six m-tiles np > 48, so the first three are whole.
+        float* prow = wrow_at[ph];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          const uint4 av = wa[(ks * MT + mt) * 32 + lane];
-          const uint32_t a[4] = {av.x, av.y, av.z, av.w};
-          Mma<T>::run(acc[mt][0], a, b[0]);
-          Mma<T>::run(acc[mt][1], a, b[1]);
-        }
-      }
-    }
-    if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
-
-    // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's float2
-    // stores on 32 distinct banks. Rows past the products (m-tiles' padding) have no room in a slot.
-    int s = wslot + warp;
-    s -= s >= g.slots ? g.slots : 0;
-    float* prow = ring + s * slot_floats + gq * kPitch + 2 * t;
+          const int m = mt * 16 + gq;
+          const bool full = (mt + 1) * 16 <= (MT == 6 ? 48 : 0);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int m = mt * 16 + gq;
-      const bool full = (mt + 1) * 16 <= (MT == 6 ? 48 : 0);  // np > 48 where MT is 6
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        if (full || m < g.np)
-          *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
-        if (full || m + 8 < g.np)
-          *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
-              make_float2(acc[mt][nt][2], acc[mt][nt][3]);
-      }
-    }
-    __syncthreads();
-
-    if (ox_in) {
-      // The slot of input row (iteration's first cell row + k), for k < kWarps + KU - 1.
-      int sb[kWarps + KU - 1];
-#pragma unroll
-      for (int k = 0; k < kWarps + KU - 1; ++k) {
-        const int sl = rslot + k;
-        sb[k] = (sl >= g.slots ? sl - g.slots : sl) * slot_floats;
-      }
-      const int c0 = it * kWarps - (g.uh - 1);  // the segment's cell row of cc = 0
-      const unsigned oy0 = unsigned((a0 + c0) * g.sh - g.ch + r) * unsigned(g.wout);  // (wraps where c0 < 0: unused)
-      for (int co = sub; co < g.cout_g; co += lanes_per) {
-        const float* pco = tbase + co * per_co * kPitch;
-        T* yco = yb + co * plane;
-#pragma unroll
-        for (int cc = 0; cc < kWarps; ++cc) {
-          const int c = c0 + cc;
-          if (c >= c_lo && c < c_hi) {
-            float sum = sbias[co];
-#pragma unroll
-            for (int i = 0; i < KU; ++i)
-              if (i < g.uh) {
-                const float* pi = pco + sb[cc + i] + i * i_floats;
-#pragma unroll
-                for (int j = 0; j < KU; ++j)
-                  if (j < g.uw) sum += pi[j * (kPitch + 1)];
-              }
-            yco[oy0 + unsigned(cc) * row_step] = static_cast<T>(sum);
+          for (int nt = 0; nt < 2; ++nt) {
+            if (full || m < g.np)
+              *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) =
+                  make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+            if (full || m + 8 < g.np)
+              *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
+                  make_float2(acc[mt][nt][2], acc[mt][nt][3]);
           }
         }
+        __syncthreads();
+
+        if (ox_in) {
+          const int c0 = it * kWarps - (uh - 1);  // the segment's cell row of cc = 0
+          // (wraps where c0 < 0: unused)
+          const unsigned oy0 = unsigned((a0 + c0) * g.sh - g.ch + r) * unsigned(g.wout);
+          for (int co = sub; co < g.cout_g; co += lanes_per) {
+            const float* pco = tbase + co * per_co * kPitch;
+            T* yco = yb + co * plane;
+#pragma unroll
+            for (int cc = 0; cc < kWarps; ++cc) {
+              const int c = c0 + cc;
+              if (c >= c_lo && c < c_hi) {
+                float sum = sbias[co];
+#pragma unroll
+                for (int i = 0; i < kU; ++i)
+                  if (KU != 0 || i < uh) {
+                    const float* pi = pco + slot_at(ph, cc + i) + i * i_floats;
+#pragma unroll
+                    for (int j = 0; j < kU; ++j)
+                      if (KU != 0 || j < uw) sum += pi[j * (kPitch + 1)];
+                  }
+                yco[oy0 + unsigned(cc) * row_step] = static_cast<T>(sum);
+              }
+            }
+          }
+        }
+        __syncthreads();  // the sums done reading the slots the next iteration writes
       }
     }
-    __syncthreads();  // the sums done reading the slots the next iteration writes
-    wslot += kWarps;
-    wslot -= wslot >= g.slots ? g.slots : 0;
-    rslot += kWarps;
-    rslot -= rslot >= g.slots ? g.slots : 0;
   }
 }
 
-int smem_bytes(const TapsGeom& g, int mt) {
-  return g.ksteps * mt * 32 * 16 + g.slots * g.np * kPitch * 4 + g.cout_g * 4;
+int smem_bytes(const TapsGeom& g, int mt, int slots) {
+  return g.ksteps * mt * 32 * 16 + slots * g.np * kPitch * 4 + g.cout_g * 4;
 }
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
@@ -363,7 +382,6 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
   g.np = static_cast<int>(np);
   g.hc = static_cast<int>(hc);
-  g.slots = g.uh + kWarps - 1;
   g.strips = static_cast<int>(strips);
   g.lanes = g.sh * g.sw * g.sc;
   g.lanes_per = kThreads / g.lanes;
@@ -374,9 +392,6 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   g.m_uw_sw = magic(g.sw * g.uw);
   g.m_uh = magic(g.uh);
   g.m_uw = magic(g.uw);
-  g.rseg = g.hc;  // one segment an image until the launch knows how many blocks run at once
-  g.segs = 1;
-  g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
   std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
   std::copy(w.tab, w.tab + kAxisMaxS * kAxisMaxU, g.tw);
   return true;
@@ -387,8 +402,8 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
                   at::Tensor& out, cudaStream_t stream) {
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
-  auto go = [&](auto kernel, int mt) {
-    const int bytes = smem_bytes(g, mt);
+  auto go = [&](auto kernel, int mt, int slots) {
+    const int bytes = smem_bytes(g, mt, slots);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip), each a whole number of
     // iterations' rows where that costs no more segments.
@@ -399,26 +414,26 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
     int64_t rseg = (hc + want - 1) / want;
     const int64_t rounded = (rseg + g.uh - 1 + kWarps - 1) / kWarps * kWarps - (g.uh - 1);
     if ((hc + rounded - 1) / rounded == (hc + rseg - 1) / rseg) rseg = rounded;
+    const int64_t segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
-    g.segs = static_cast<int>((hc + rseg - 1) / rseg);
     g.iters = (g.rseg + g.uh - 1 + kWarps - 1) / kWarps;
-    const dim3 grid(static_cast<unsigned>(g.segs * g.strips), static_cast<unsigned>(p.N),
+    const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
     kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
                                               out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  // KU: the col2im's offsets a axis, unrolled (DCGAN's 4x4 stride 2: 2; FSRCNN's 9x9 stride 3: 3).
-  const int u = std::max(g.uh, g.uw);
-  if (g.np <= 48) {
-    if (u <= 2) go(convt_taps_kernel<T, 3, 2>, 3);
-    else if (u == 3) go(convt_taps_kernel<T, 3, 3>, 3);
-    else go(convt_taps_kernel<T, 3, kMaxU>, 3);
-  } else {
-    if (u <= 2) go(convt_taps_kernel<T, 6, 2>, 6);
-    else if (u == 3) go(convt_taps_kernel<T, 6, 3>, 6);
-    else go(convt_taps_kernel<T, 6, kMaxU>, 6);
-  }
+  // KU: uh == uw at compile time where both are 2 (DCGAN's 4x4 stride 2) or 3 (FSRCNN's 9x9 stride 3), so the
+  // col2im has no offset guards and the ring's slots are registers; any other uh, uw <= 4 reads them from g.
+  const int ku = g.uh == g.uw && (g.uh == 2 || g.uh == 3) ? g.uh : 0;
+  auto pick = [&](auto mt_c) {
+    constexpr int MT = decltype(mt_c)::value;
+    if (ku == 2) go(convt_taps_kernel<T, MT, 2>, MT, Ring<2>::kSlots);
+    else if (ku == 3) go(convt_taps_kernel<T, MT, 3>, MT, Ring<3>::kSlots);
+    else go(convt_taps_kernel<T, MT, 0>, MT, Ring<0>::kSlots);
+  };
+  if (g.np <= 48) pick(std::integral_constant<int, 3>{});
+  else pick(std::integral_constant<int, 6>{});
 }
 
 }  // namespace
