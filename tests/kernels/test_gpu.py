@@ -240,11 +240,11 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
 def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     """The decoder layers with 1-4 output channels a group, full size, on the path the heuristic picks for them: the
     patch kernel (thousands of blocks, 4 and 9 phases, one and several channel chunks) in strict fp32 and double and
-    for the depthwise layer, the cells kernel for FSRCNN and DCGAN 64->3 in TF32 and half types."""
+    for the depthwise layer, the taps kernel for FSRCNN and DCGAN 64->3 in TF32 and half types."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
-    cells = layer != "depthwise-256-n16" and precision in ("float32-tf32", "float16", "bfloat16")
-    assert path_taken(case, TORCH_DTYPE[precision]) == ("cells" if cells else "patch"), layer
+    taps = layer != "depthwise-256-n16" and precision in ("float32-tf32", "float16", "bfloat16")
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("taps" if taps else "patch"), layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 

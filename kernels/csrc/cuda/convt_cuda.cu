@@ -398,10 +398,17 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // dcgan-64-3-n64 25.0 against the tiled gather's 26.9 in TF32, 18.4 against 21.5 in fp16 (cuDNN 54-61, 495 for
   // FSRCNN in half types). Strict fp32 (3xTF32 on a GEMM a third of whose products are padding) loses there, 61
   // against 42 and 45 against 34, and stays on the patch kernel.
+  // Where the taps kernel (v32) takes such a layer, it goes there instead. GPU time alone on an H100 (bench.gpu_time,
+  // session 38, us, taps against cells, in TF32 / fp16 / bf16; docs/benchmarks/gpu-time-s38.md): fsrcnn-56-1-n1
+  // 23.8/17.9/17.7 against 25.1/18.9/19.2, dcgan-64-3-n64 21.2/16.7/16.9 against 23.9/17.5/17.5; and on the probe
+  // shapes there, DCGAN 64->3 at batch 1 7.8/6.9/6.9 against 15.0/11.5/11.6 (cuDNN 12.5 in TF32), grouped 6x6 stride
+  // 2 12.3/9.4/9.5 against 15.8/11.1/11.0, FSRCNN at batch 4 and 4x3 at strides (2, 1) 6-10% ahead; it trails by
+  // 1-3% only where a pixel has 64 products (4 of its 6 m-tiles real: 32->4 4x4 stride 2 in half types, 24->1 8x8
+  // stride 4).
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && p.sh * p.sw >= 2 && (dtype != at::kFloat || tf32) &&
       phase_extent(0, p.sh, p.Hout) * phase_extent(0, p.sw, p.Wout) >= 128 && phase_extent(0, p.sw, p.Wout) >= 16 &&
       cells_supports(p, x))
-    return {Path::kCells};
+    return {taps_supports(p, x, tf32) ? Path::kTaps : Path::kCells};
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && (dtype != at::kFloat || tf32) && cols_tiled(p) && cols_supports(p, x, w) &&
       !cols_weights_by_element(p, x))
     return {Path::kCols};
