@@ -240,7 +240,8 @@ __global__ void __launch_bounds__(kThreads, 3)
   const unsigned row_step = unsigned(g.sh) * unsigned(g.wout);
   // Input row R of the segment sits in slot R mod kSlots. Iteration it writes rows 4 it + warp and its sums read rows
   // 4 it - (uh - 1) + k, k < kWarps + uh - 1; it mod kPeriod fixes both slots, so the loop below is unrolled by
-  // kPeriod and each is a register (slot_at) or, for KU = 0's runtime uh, one add and mask (kSlots = 8).
+  // kPeriod and each slot index is a compile-time constant (slot_at; ptxas keeps its offset or rebuilds it with one
+  // IMAD) or, for KU = 0's runtime uh, one add and mask (kSlots = 8).
   int soff[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) soff[s] = s * slot_floats;
