@@ -523,7 +523,7 @@ WCELLS_ALGOS = ["wcells", "wcells8", "wcells16"]
 def wcells_fits(case: Case, precision: str) -> bool:
     """The wgmma cells kernel's limits (convt_wcells.cu geometry): fp16, bf16 and fp32 as TF32 on a device with wgmma
     (sm_90); a cell's outputs (Cout/g x sh x sw) at most 16; at the cells' shift, at most 8 input offsets a axis and
-    16 in all."""
+    16 in all; every chunk's weights (512 bytes a chunk of 8 fp32 or 16 half channels and offset) in 64 KB."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
     if precision not in ("float32-tf32", "float16", "bfloat16") or torch.cuda.get_device_capability() != (9, 0):
         return False
@@ -532,7 +532,8 @@ def wcells_fits(case: Case, precision: str) -> bool:
     if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
         return False
     uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
-    return uh <= 8 and uw <= 8 and uh * uw <= 16
+    chunks = -(-(case.cin // case.groups) // (8 if precision == "float32-tf32" else 16))
+    return uh <= 8 and uw <= 8 and uh * uw <= 16 and chunks * uh * uw * 512 <= 65536
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

@@ -6,10 +6,9 @@
 //     16 bytes at consecutive addresses and the next 8 rows `SBO` bytes on: 8 cells of one row, then the next cell
 //     row at the halo's pitch. So an m-tile at offset (i, j) is the descriptor of its first cell moved by i rows and j
 //     columns, and every offset reads the same staged copy;
-//   - the chunk's weights as B, per offset [k-core][a cell's output n (16)][16 bytes], zero where a phase has no tap
-//     at that offset (or n is padding);
 // then issues offsets x 4 m64n16 wgmma (FSRCNN: 9 x 4 a chunk) and stages the next chunk into the other buffer
-// while they run. The global loads, a 16-byte unit's 4 or 8 channels of one pixel, are rounded to TF32 (fp32) or
+// while they run. B, the weights, is every chunk's, staged once a block: per (chunk, offset) [k-core][a cell's output
+// n (16)][16 bytes], zero where a phase has no tap at that offset (or n is padding). The global loads, a 16-byte unit's 4 or 8 channels of one pixel, are rounded to TF32 (fp32) or
 // packed (half types) on their way to shared memory, once. Each output is written once, by the thread whose
 // accumulator holds it.
 #include "convt_wcells.h"
@@ -43,7 +42,7 @@ constexpr int kThreads = 128;  // one warpgroup
 constexpr int kTiles = 4;      // m-tiles a block, 8 x 8 cells each
 constexpr int kMaxOff = 16;    // input offsets in all: a chunk's weights are kMaxOff x 512 bytes at most
 constexpr int kMaxUnits = 8;   // 16-byte halo units a thread a chunk (host-checked)
-constexpr int kWRows = kMaxOff * 16 / kThreads;  // weight rows (offset, n) a thread a chunk
+constexpr int kMaxWeightBytes = 64 * 1024;  // every chunk's weights, staged once a block
 
 struct WcGeom {
   int hin, win, hout, wout;
@@ -53,7 +52,7 @@ struct WcGeom {
   int kw, kk, chunks;
   int hr, hcw, plane;    // halo rows, columns (the pitch), and pixels a k-core plane
   int units, nu;         // 16-byte units a chunk's halo (two planes), and a thread's
-  int a_bytes, stage_bytes;  // a chunk's halo; halo and weights
+  int a_bytes, smem_bytes;  // a chunk's halo (two buffers), and every chunk's weights after them
   int tiles_r, tiles_c;
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
@@ -77,93 +76,99 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int a0 = tr * 8 * MR, b0 = tc * 8 * MC;  // the block's first cell row and column
 
   // Halo unit u (plane u / plane, halo row and column from the rest) is the 16 bytes of channels kE k2 .. of one
-  // pixel: its offset in an input plane, or -1 outside the image (zeros).
+  // pixel. Every load's address is legal (clamped into the image and the group's channels) and its value masked, so
+  // the loads carry no branch: uoff is the unit's first channel plane and pixel; bit m of uk2 its k-core, of uin
+  // whether its pixel is inside the image.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * cin + int64_t(grp) * g.cin_g) * hw);
-  int upix[kMaxUnits], uch[kMaxUnits];
+  unsigned uoff[kMaxUnits];
+  unsigned uk2 = 0, uin = 0;
 #pragma unroll
   for (int m = 0; m < kMaxUnits; ++m) {
-    const int u = tid + m * kThreads;
-    upix[m] = -1;
-    uch[m] = 0;
-    if (m < g.nu && u < g.units) {
-      const int k2 = u >= g.plane ? 1 : 0, q = u - k2 * g.plane, r = q / g.hcw, c = q - r * g.hcw;
-      const int iy = a0 + g.da0 + r, ix = b0 + g.db0 + c;
-      uch[m] = k2 * kE;
-      if (iy >= 0 && iy < g.hin && ix >= 0 && ix < g.win) upix[m] = iy * g.win + ix;
-    }
-  }
-  // Weight row (offset o, output n): column (output channel, kh, kw) of the group's [input channel][Cout/g x KH x KW],
-  // or -1 where phase (r, q) of n has no tap at offset o (or n is padding): a zero row.
-  const int ncol = g.cout_g * g.kk, per_co = g.sh * g.sw, noffs = g.uh * g.uw;
-  const Bits* wsrc = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
-  int wcol[kWRows];
-#pragma unroll
-  for (int rr = 0; rr < kWRows; ++rr) {
-    const int row = tid + rr * kThreads, o = row >> 4, n = row & 15;
-    wcol[rr] = -1;
-    if (o < noffs && n < g.n) {
-      const int i = o / g.uw, j = o - i * g.uw, co = n / per_co, rest = n - co * per_co, r = rest / g.sw;
-      const int q = rest - r * g.sw;
-      const int kh = g.th[r * kAxisMaxU + i], kwj = g.tw[q * kAxisMaxU + j];
-      if (kh >= 0 && kwj >= 0) wcol[rr] = co * g.kk + kh * g.kw + kwj;
-    }
+    const int u = min(tid + m * kThreads, g.units - 1);
+    const int k2 = u >= g.plane ? 1 : 0, q = u - k2 * g.plane, r = q / g.hcw, c = q - r * g.hcw;
+    const int iy = a0 + g.da0 + r, ix = b0 + g.db0 + c;
+    if (iy >= 0 && iy < g.hin && ix >= 0 && ix < g.win) uin |= 1u << m;
+    uk2 |= unsigned(k2) << m;
+    uoff[m] = unsigned(min(k2 * kE, g.cin_g - 1)) * hw + unsigned(min(max(iy, 0), g.hin - 1)) * unsigned(g.win) +
+              unsigned(min(max(ix, 0), g.win - 1));
   }
 
-  auto pack_store = [&](uint8_t* dst, const uint32_t (&v)[kK], int first) {
+  // Four 32-bit words of a 16-byte k-core: TF32-rounded fp32, or half-type pairs.
+  auto store16 = [&](uint8_t* dst, const uint32_t* v) {
     uint32_t word[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if constexpr (kHalf) word[e] = v[first + 2 * e] | v[first + 2 * e + 1] << 16;
-      else word[e] = tf32_bits(v[first + e]);
+      if constexpr (kHalf) word[e] = v[2 * e] | v[2 * e + 1] << 16;
+      else word[e] = tf32_bits(v[e]);
     }
     *reinterpret_cast<uint4*>(dst) = make_uint4(word[0], word[1], word[2], word[3]);
   };
-  // Chunk c (channels kK c ..) into buffer b: its weights, then its halo in batches of kBatch units.
-  auto stage = [&](int c, int b) {
-    uint8_t* buf = reinterpret_cast<uint8_t*>(sm) + b * g.stage_bytes;
-    const int cb = c * kK;
-    const bool full = cb + kK <= g.cin_g;
+
+  // Every chunk's weights, once a block, after the halo buffers: (chunk, offset o) is [k-core][output n][16 bytes].
+  // Row (c, o, n) is column (output channel, kh, kw) of the group's [input channel][Cout/g x KH x KW] at channels
+  // kK c .., or zero where phase (r, q) of n has no tap at offset o, n is padding, or a channel is past the group's.
+  const int ncol = g.cout_g * g.kk, per_co = g.sh * g.sw, noffs = g.uh * g.uw;
+  uint8_t* wbuf = reinterpret_cast<uint8_t*>(sm) + 2 * g.a_bytes;
+  {
+    const Bits* wsrc = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
+    const int rows = g.chunks * noffs * 16;
+    for (int row = tid; row < rows; row += kThreads) {
+      const int co_n = row & 15, oc = row >> 4, c = oc / noffs, o = oc - c * noffs;
+      const int i = o / g.uw, j = o - i * g.uw, co = co_n / per_co, rest = co_n - co * per_co, r = rest / g.sw;
+      const int q = rest - r * g.sw;
+      const int kh = co_n < g.n ? g.th[r * kAxisMaxU + i] : -1, kwj = co_n < g.n ? g.tw[q * kAxisMaxU + j] : -1;
+      const bool ok = kh >= 0 && kwj >= 0;
+      const unsigned col = ok ? unsigned(co * g.kk + kh * g.kw + kwj) : 0u;
+      uint32_t v[kK];
 #pragma unroll
-    for (int rr = 0; rr < kWRows; ++rr) {
-      const int row = tid + rr * kThreads;
-      if ((row >> 4) < noffs) {
-        uint32_t v[kK];
-#pragma unroll
-        for (int k = 0; k < kK; ++k)
-          v[k] = wcol[rr] >= 0 && (full || cb + k < g.cin_g) ? uint32_t(wsrc[unsigned(cb + k) * ncol + wcol[rr]]) : 0u;
-        uint8_t* dst = buf + g.a_bytes + (row >> 4) * 512 + (row & 15) * 16;
-        pack_store(dst, v, 0);
-        pack_store(dst + 256, v, kE);
+      for (int k = 0; k < kK; ++k) {
+        const int ch = c * kK + k;
+        const uint32_t val = __ldg(wsrc + (unsigned(min(ch, g.cin_g - 1)) * unsigned(ncol) + col));
+        v[k] = ok && ch < g.cin_g ? val : 0u;
       }
+      uint8_t* dst = wbuf + oc * 512 + co_n * 16;
+      store16(dst, v);
+      store16(dst + 256, v + kE);
     }
+  }
+
+  // Chunk c (channels kK c ..) of the halo into buffer b, kBatch units' loads in flight at once. FULL: every channel
+  // of the chunk is the group's (no clamp or mask by channel).
+  auto stage_as = [&](auto full_c, int c, int b) {
+    constexpr bool kFull = decltype(full_c)::value;
+    uint8_t* buf = reinterpret_cast<uint8_t*>(sm) + b * g.a_bytes;
+    const int cb = c * kK;
 #pragma unroll
     for (int m0 = 0; m0 < kMaxUnits; m0 += kBatch) {
       if (m0 < g.nu) {
         uint32_t v[kBatch][kE];
 #pragma unroll
-        for (int m = 0; m < kBatch; ++m)
+        for (int m = 0; m < kBatch; ++m) {
+          const bool in = (uin >> (m0 + m)) & 1u;
+          const int k0 = (uk2 >> (m0 + m)) & 1u ? kE : 0;  // the unit's first channel in the chunk
 #pragma unroll
           for (int e = 0; e < kE; ++e) {
-            const int ch = cb + uch[m0 + m] + e;
-            v[m][e] = upix[m0 + m] >= 0 && (full || ch < g.cin_g) ? uint32_t(src[unsigned(ch) * hw + upix[m0 + m]])
-                                                                    : 0u;
+            // uoff holds channel min(k0, cin_g - 1); this load reads channel cb + k0 + e, clamped
+            const int ch = cb + k0 + e;
+            const unsigned off =
+                kFull ? uoff[m0 + m] + unsigned(cb + e) * hw
+                      : uoff[m0 + m] + unsigned(min(ch, g.cin_g - 1) - min(k0, g.cin_g - 1)) * hw;
+            const uint32_t val = __ldg(src + off);
+            v[m][e] = in && (kFull || ch < g.cin_g) ? val : 0u;
           }
+        }
 #pragma unroll
         for (int m = 0; m < kBatch; ++m) {
           const int u = tid + (m0 + m) * kThreads;
-          if (m0 + m < g.nu && u < g.units) {
-            uint32_t word[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              if constexpr (kHalf) word[e] = v[m][2 * e] | v[m][2 * e + 1] << 16;
-              else word[e] = tf32_bits(v[m][e]);
-            }
-            *reinterpret_cast<uint4*>(buf + u * 16) = make_uint4(word[0], word[1], word[2], word[3]);
-          }
+          if (m0 + m < g.nu && u < g.units) store16(buf + u * 16, v[m]);
         }
       }
     }
+  };
+  auto stage = [&](int c, int b) {
+    if ((c + 1) * kK <= g.cin_g) stage_as(std::true_type{}, c, b);
+    else stage_as(std::false_type{}, c, b);
   };
 
   float acc[kTiles][8];
@@ -176,13 +181,13 @@ __global__ void __launch_bounds__(kThreads, 4)
   // bytes apart, its n groups 128. Offsets are added to the low word in 16-byte units.
   const uint32_t s0 = smem_addr(sm);
   const uint32_t a_hi = uint32_t(g.hcw), b_hi = 128u >> 4;
-  const uint32_t a_lo = desc_lo(s0, g.plane * 16), b_lo = desc_lo(s0 + uint32_t(g.a_bytes), 256);
+  const uint32_t a_lo = desc_lo(s0, g.plane * 16), b_lo = desc_lo(s0 + 2u * uint32_t(g.a_bytes), 256);
   for (int c = 0; c < g.chunks; ++c) {
-    const uint32_t boff = uint32_t(c & 1) * uint32_t(g.stage_bytes >> 4);
+    const uint32_t boff = uint32_t(c & 1) * uint32_t(g.a_bytes >> 4);
     wgmma_fence();
     for (int i = 0; i < g.uh; ++i) {
       for (int j = 0; j < g.uw; ++j) {
-        const uint64_t db = desc_words(b_hi, b_lo + boff + uint32_t(i * g.uw + j) * 32u);
+        const uint64_t db = desc_words(b_hi, b_lo + uint32_t((c * noffs + i * g.uw + j) * 32));
         const uint32_t at = a_lo + boff + uint32_t(i * g.hcw + j);
 #pragma unroll
         for (int mt = 0; mt < kTiles; ++mt) {
@@ -263,7 +268,6 @@ bool geometry(const ConvTParams& p, int elem, int rows, WcGeom& g) {
   g.nu = (g.units + kThreads - 1) / kThreads;
   if (g.nu > kMaxUnits) return false;
   g.a_bytes = g.units * 16;
-  g.stage_bytes = g.a_bytes + h.u * wa.u * 512;
   g.hin = static_cast<int>(p.Hin);
   g.win = static_cast<int>(p.Win);
   g.hout = static_cast<int>(p.Hout);
@@ -283,6 +287,8 @@ bool geometry(const ConvTParams& p, int elem, int rows, WcGeom& g) {
   g.kk = static_cast<int>(p.KH * p.KW);
   const int kk = elem == 2 ? 16 : 8;
   g.chunks = static_cast<int>((p.Cin_g + kk - 1) / kk);
+  if (int64_t(g.chunks) * h.u * wa.u * 512 > kMaxWeightBytes) return false;
+  g.smem_bytes = 2 * g.a_bytes + g.chunks * h.u * wa.u * 512;
   g.tiles_r = static_cast<int>(tiles_r);
   g.tiles_c = static_cast<int>(tiles_c);
   std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
@@ -305,7 +311,7 @@ void launch_typed(const ConvTParams& p, const WcGeom& g, int rows, const at::Ten
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   auto go = [&](auto kernel) {
-    const int bytes = 2 * g.stage_bytes;
+    const int bytes = g.smem_bytes;
     allow_dynamic_smem(kernel, bytes);
     const dim3 grid(static_cast<unsigned>(g.tiles_r * g.tiles_c), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
