@@ -71,12 +71,6 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # DCGAN's 4x4 stride 2 (2 offsets a axis, known at compile time: slots as registers), 48 products, bf16 on two
     # strips and segments cut by the edges
     (2, 64, 3, (4, 4), (11, 37), 2, 1, 0, 1, 1, torch.bfloat16, "taps", True),
-    # wgmma cells kernel (Hopper; elsewhere ffma): FSRCNN's 9x9 stride 3 in TF32 on 8 x 32-cell tiles cut by the
-    # image's edges, with a channel tail; fp16 on 16 x 16 tiles with groups, height dilation (a pure-fill phase) and
-    # offsets past the input's edges; bf16 DCGAN 64->3 (12 outputs a cell, 2 x 2 offsets)
-    (1, 60, 1, (9, 9), (21, 40), 3, 4, 2, 1, 1, torch.float32, "wcells8", True),
-    (2, 40, 4, (4, 3), (13, 37), (2, 1), (1, 1), (1, 0), (2, 1), 2, torch.float16, "wcells16", True),
-    (2, 64, 3, (4, 4), (11, 37), 2, 1, 0, 1, 1, torch.bfloat16, "wcells", True),
     # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
     # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),

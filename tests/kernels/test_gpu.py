@@ -516,57 +516,6 @@ def test_cells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
-# The wgmma cells kernel: its pick, then 8 x 32 and 16 x 16 cells a block.
-WCELLS_ALGOS = ["wcells", "wcells8", "wcells16"]
-
-
-def wcells_fits(case: Case, precision: str) -> bool:
-    """The wgmma cells kernel's limits (convt_wcells.cu geometry): fp16, bf16 and fp32 as TF32 on a device with wgmma
-    (sm_90); a cell's outputs (Cout/g x sh x sw) at most 16; at the cells' shift, at most 8 input offsets a axis and
-    16 in all; every chunk's weights (512 bytes a chunk of 8 fp32 or 16 half channels and offset) in 64 KB."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
-    if precision not in ("float32-tf32", "float16", "bfloat16") or torch.cuda.get_device_capability() != (9, 0):
-        return False
-    if case.cout // case.groups * sh * sw > 16 or max(kh, kw) > 127 or max(sh, sw) > 16:
-        return False
-    if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
-        return False
-    uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
-    chunks = -(-(case.cin // case.groups) // (8 if precision == "float32-tf32" else 16))
-    return uh <= 8 and uw <= 8 and uh * uw <= 16 and chunks * uh * uw * 512 <= 65536
-
-
-@pytest.mark.parametrize("precision", DTYPES, indirect=True)
-@pytest.mark.parametrize("i", range(48))
-def test_wcells_kernel_cuda(seed, precision, i, monkeypatch):
-    """Random strided problems forced onto the wgmma cells kernel (the cells kernel's GEMM with both operands read by
-    descriptor from a channel-last halo): strides 1-4 a axis, 1-16 outputs a cell, kernels past and below the stride,
-    padding past the kernel, output padding (cells the output cuts), dilation, pure-fill phases, several tiles an image
-    and tiles cut by its edges, channel chunks with a tail and fewer channels than a chunk, groups, batch, bias,
-    non-contiguous input, outputs off alignment; its pick, then 8 x 32 and 16 x 16 cells a block. Strict fp32 and
-    float64, which it does not take, check the fallback."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", WCELLS_ALGOS[i % 3])
-    rng = random.Random(seed * 6007 + i)
-    case = strided_case(rng, [1, 5, 8, 17, 40, 72], lambda s, k: 16 // (s[0] * s[1]), (40, 80),
-                        lambda c: wcells_fits(c, "float16"))
-    want = "wcells" if wcells_fits(case, precision) else "ffma"
-    assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
-    check_cuda(case, precision, seed * 6007 + i, out_offset=rng.choice([0, 1]))
-
-
-@pytest.mark.parametrize("precision", DTYPES, indirect=True)
-@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
-@pytest.mark.parametrize("algo", ["wcells8", "wcells16"])
-def test_wcells_decoder_layers_cuda(seed, precision, layer, algo, monkeypatch):
-    """FSRCNN's 9x9 stride-3 layer (9 outputs a cell, 3 x 3 offsets at a shift of one, 257 x 257 cells) and DCGAN's
-    64->3 layer (12 outputs a cell, 2 x 2 offsets, batch 64), full size, forced onto the wgmma cells kernel on both
-    tiles."""
-    monkeypatch.setenv("CONVT_CUDA_ALGO", algo)
-    case = Case(*DECODER_LAYERS[layer], True)
-    assert path_taken(case, TORCH_DTYPE[precision]) == ("wcells" if wcells_fits(case, precision) else "ffma"), layer
-    check_cuda(case, precision, seed, ref_device="cuda")
-
-
 def taps_fits(case: Case, precision: str) -> bool:
     """The taps kernel's limits (convt_taps.cu geometry): fp16, bf16 and fp32 as TF32; input channels a group at most
     64; at the cells' shift, at most 4 input offsets a axis; at most 128 phases (sh x sw); a pixel's products in the

@@ -21,7 +21,6 @@
 #include "../convt_params.h"
 #include "convt_cells.h"
 #include "convt_taps.h"
-#include "convt_wcells.h"
 #include "convt_cols.h"
 #include "convt_dense.h"
 #include "convt_dwg.h"
@@ -206,8 +205,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split); cells,
 // cellsk1, cellsk2 (a strided layer's cells, sh x sw outputs x its few output channels, as the columns of one
 // implicit GEMM; k: mma k-steps a chunk of input channels); taps (a strided layer's products a pixel, Cout/g x KH x
-// KW, as one GEMM's columns into shared memory, each output summing its taps' products from there); wcells, wcells8,
-// wcells16 (the cells kernel's GEMM on wgmma, both operands by descriptor; 8 or 16 cell rows a block);
+// KW, as one GEMM's columns into shared memory, each output summing its taps' products from there);
 // cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
 // column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
 // 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
@@ -229,9 +227,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // wg64, wg64t, wg128, wg128t; wgh (tile by heuristic), wgh32, wgh64, wgh64s,
 // wgh128; unset or auto: the heuristic. A forced tensor-core path the problem or
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
-// as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cells, taps, wcells, cols, dense
+// as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cells, taps, cols, dense
 // and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kCells, kTaps, kWcells, kCols, kDense, kDwg, kDwin, kStrip, kTc, kWg, kWgh };
+enum class Path { kFfma, kRows, kPatch, kCells, kTaps, kCols, kDense, kDwg, kDwin, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -246,7 +244,6 @@ struct Algo {
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
   int cells = 0;          // the cells kernel's k-steps a chunk; 0: its pick
   bool strip_ffma = false;  // the strip kernel's products on FFMA even where tensor cores are allowed
-  int wcells = 0;           // the wgmma cells kernel's cell rows a block (8 or 16); 0: its pick
 };
 
 struct Forced {
@@ -270,9 +267,6 @@ constexpr Forced kForced[] = {
     {"cellsk1", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 1}},
     {"cellsk2", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 2}},
     {"taps", {Path::kTaps}},
-    {"wcells", {Path::kWcells}},
-    {"wcells8", {Path::kWcells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, 8}},
-    {"wcells16", {Path::kWcells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, 16}},
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
@@ -363,13 +357,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
       if (a.path == Path::kCells && !cells_supports(p, x)) a.path = Path::kFfma;
       if (a.path == Path::kTaps && !taps_supports(p, x, tf32)) a.path = Path::kFfma;
-      if (a.path == Path::kWcells && !wcells_supports(p, x, tf32, a.wcells)) a.path = Path::kFfma;
       if (a.path == Path::kDwin && !dwin_supports(p, x, tf32)) a.path = Path::kDwg;
       if (a.path == Path::kDwg && !dwg_supports(p, x, tf32, a.dwg)) a.path = Path::kDense;
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, wcells, wcells8, wcells16, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -579,7 +572,6 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
     case Path::kCells: launch_cells(p, x, w, b, out, tf32, algo.cells, stream); break;
     case Path::kTaps: launch_taps(p, x, w, b, out, stream); break;
-    case Path::kWcells: launch_wcells(p, x, w, b, out, algo.wcells, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
@@ -614,7 +606,6 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kPatch: return "patch";
     case Path::kCells: return "cells";
     case Path::kTaps: return "taps";
-    case Path::kWcells: return "wcells";
     case Path::kCols: return "cols";
     case Path::kDense: return "dense";
     case Path::kDwg: return "dwg";
