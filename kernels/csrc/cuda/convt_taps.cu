@@ -4,8 +4,10 @@
 //   - products: the row's 16 pixels times every (output channel, kernel row, kernel column) of the group, reduced over
 //     the input channels on mma.sync with the weights as A (up to 6 m16 tiles, staged once a block) and the pixels as
 //     B (two n8 tiles), into a ring of rows in shared memory ([slot][product][pixel]). B's fragments are loaded
-//     straight from the NCHW input into registers, no staging: a fragment register's 8 pixels x 4 channels are four
-//     whole 32-byte sectors, and the next row's loads are in flight under this row's stores and sums;
+//     straight from the NCHW input into registers, no staging, and the next row's loads are in flight under this
+//     row's stores and sums. With six m-tiles (Pairs below) B's columns are interleaved in pairs of pixels, so a
+//     lane's products of a row are 4 consecutive pixels, one 16-byte store into an unpadded ring; with three, a
+//     fragment register's 8 pixels x 4 channels are four whole 32-byte sectors, stored as pairs into a padded one;
 //   - col2im: each output of the cells whose input rows are all in the ring sums its taps' products there, in a fixed
 //     order; a thread owns one (height phase, width phase, cell column), so its taps' offsets sit in registers.
 // The cells two strips or segments share are computed by both (16 / 14 columns on FSRCNN's 3 offsets), and no product
@@ -31,7 +33,6 @@ namespace {
 constexpr int kWarps = 4;                 // input rows an iteration: one a warp
 constexpr int kThreads = 32 * kWarps;
 constexpr int kPx = 16;                   // input columns a strip: two n8 tiles
-constexpr int kPitch = 24;                // floats a product row of a slot: 16 pixels, padded for the stores' banks
 constexpr int kMaxCin = 64;               // input channels a group
 constexpr int kMaxU = 4;                  // input offsets a axis
 constexpr int kMaxProducts = 96;          // a pixel's products (gaps included): six m16 tiles
@@ -44,6 +45,20 @@ struct Ring {
   static constexpr int kSlots = KU == 0 ? 8 : 6;
   static constexpr int kPeriod = KU == 0 ? 2 : 3;
   static_assert(kPeriod * kWarps % kSlots == 0 && (KU == 0 ? kMaxU : KU) + kWarps - 1 <= kSlots);
+};
+
+// How a block's B columns map to pixels and its products go into the ring. kPairs: column n of n-tile nt is pixel
+// 4 (n / 2) + 2 nt + n % 2, so a lane's accumulators of a row (columns 2t, 2t + 1 of both n-tiles) are pixels
+// 4t .. 4t + 3, one STS.128, and a quarter-warp's stores are two whole 16-float rows on 32 distinct banks at a pitch of
+// 16. Else column n is pixel n + 8 nt (each load instruction four whole sectors), stored as float2 pairs, which a
+// pitch of 24 puts on 32 distinct banks a half-warp. Six m-tiles take the pairs (FSRCNN TF32 22.1-22.3 us against
+// 23.8, session 38's v37/v38); three do not, where at 48 products a pixel the half-used sectors of the paired loads
+// cost more than the stores save (DCGAN 64->3 21.9 against 20.8-21.2).
+template <int MT>
+struct Pairs {
+  static constexpr bool kOn = MT == 6;
+  static constexpr int kPitch = kOn ? 16 : 24;  // floats a product row of a slot
+  static constexpr int kNext = kOn ? 2 : 8;     // pixels from a lane's n-tile 0 column to its n-tile 1 column
 };
 
 struct TapsGeom {
@@ -87,6 +102,8 @@ __global__ void __launch_bounds__(kThreads, 3)
   constexpr int kKS = RowLoads<T>::kKS;
   constexpr int kSlots = Ring<KU>::kSlots, kPeriod = Ring<KU>::kPeriod;
   constexpr int kU = KU == 0 ? kMaxU : KU;  // the col2im's offsets a axis, unrolled
+  constexpr bool kPaired = Pairs<MT>::kOn;
+  constexpr int kPitch = Pairs<MT>::kPitch, kNext = Pairs<MT>::kNext;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(16) uint4 sm4[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, img = blockIdx.y, grp = blockIdx.z;
@@ -101,15 +118,16 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int a0 = seg * g.rseg, b0 = strip * g.sc;
   const int nrows = min(g.rseg, g.hc - a0) + uh - 1;  // input rows the segment's cells read
 
-  // B = the input, (channel k) x (pixel n): b0 / b1 hold channel t / t + 4 of pixel g (TF32), or the pairs 2t / 2t + 8
-  // (half types). A thread loads pixels g and g + 8 of the warp's row; addresses are 32-bit offsets from an opaque
+  // B = the input, (channel k) x (column n): b0 / b1 hold channel t / t + 4 of column g (TF32), or the pairs 2t / 2t + 8
+  // (half types). A thread loads its columns of both n-tiles in the warp's row (Pairs: pixels g and g + 8, or
+  // 4 (g / 2) + g % 2 and 2 past it); addresses are 32-bit offsets from an opaque
   // base (Cin/g x H x W < 2^31, taps_supports), clamped into the image so every load is legal, and the loads outside
   // it (or past the group's channels) are predicated off to zero. Where the whole row is inside, the loads of k-steps
   // the group's channels fill carry no predicate.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
-  const int ix0 = b0 + g.db0 + gq;
-  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
+  const int ix0 = b0 + g.db0 + (kPaired ? 4 * (gq >> 1) + (gq & 1) : gq);
+  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + kNext >= 0 && ix0 + kNext < g.win};
   const bool strip_in = b0 + g.db0 >= 0 && b0 + g.db0 + kPx <= g.win;
   const int kfull = g.cin_g / kK;  // k-steps with every channel in the group
   RowLoads<T> ld;
@@ -120,10 +138,10 @@ __global__ void __launch_bounds__(kThreads, 3)
     const bool row_in = j < nrows && iy >= 0 && iy < g.hin;
     const int iyc = min(max(iy, 0), g.hin - 1);
     const unsigned pix[2] = {unsigned(iyc) * g.win + unsigned(min(max(ix0, 0), g.win - 1)),
-                             unsigned(iyc) * g.win + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+                             unsigned(iyc) * g.win + unsigned(min(max(ix0 + kNext, 0), g.win - 1))};
     if (row_in && strip_in) {
-      // The whole row inside: pixel g + 8 is 8 elements past pixel g, and every channel below kfull k-steps is the
-      // group's.
+      // The whole row inside: n-tile 1's pixel is kNext elements past n-tile 0's, and every channel below kfull
+      // k-steps is the group's.
       const unsigned o0 = unsigned(chan(0, 0)) * hw + pix[0];
 #pragma unroll
       for (int ks = 0; ks < kKS; ++ks) {
@@ -132,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 3)
           for (int r = 0; r < RowLoads<T>::kWords; ++r) {
             const Bits* pk = src + (o0 + unsigned(chan(ks, r) - chan(0, 0)) * hw);
             ld.v[ks][0][r] = uint32_t(__ldg(pk));
-            ld.v[ks][1][r] = uint32_t(__ldg(pk + 8));
+            ld.v[ks][1][r] = uint32_t(__ldg(pk + kNext));
           }
         } else if (ks < g.ksteps) {
 #pragma unroll
@@ -140,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, 3)
             const int k = chan(ks, r);
             const Bits* pk = src + (unsigned(min(k, g.cin_g - 1)) * hw + pix[0]);
             ld.v[ks][0][r] = k < g.cin_g ? uint32_t(__ldg(pk)) : 0u;
-            ld.v[ks][1][r] = k < g.cin_g ? uint32_t(__ldg(pk + 8)) : 0u;
+            ld.v[ks][1][r] = k < g.cin_g ? uint32_t(__ldg(pk + kNext)) : 0u;
           }
         }
       }
@@ -248,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   float* wrow_at[kPeriod];
 #pragma unroll
   for (int ph = 0; ph < kPeriod; ++ph)
-    wrow_at[ph] = ring + ((ph * kWarps + warp) % kSlots) * slot_floats + gq * kPitch + 2 * t;
+    wrow_at[ph] = ring + ((ph * kWarps + warp) % kSlots) * slot_floats + gq * kPitch + (kPaired ? 4 : 2) * t;
   const int rbase = kSlots - (uh - 1);  // the slot of row -(uh - 1), less kSlots
   auto slot_at = [&](int ph, int k) {
     if constexpr (KU != 0) return soff[(kSlots - (KU - 1) + ph * kWarps + k) % kSlots];
@@ -291,22 +309,31 @@ __global__ void __launch_bounds__(kThreads, 3)
         }
         if (it + 1 < g.iters) load_row(it + 1);  // in flight under the stores and sums below
 
-        // c0, c1: product g, pixels 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8. kPitch 24 puts a half-warp's
-        // float2 stores on 32 distinct banks. Rows past the products (m-tiles' padding) have no room in a slot;
-        // with six m-tiles np > 48, so the first three are whole.
+        // c0, c1: product g, columns 2t, 2t + 1 of n-tile nt; c2, c3: product g + 8 (Pairs: which pixels those are,
+        // and how they are stored). Rows past the products (m-tiles' padding) have no room in a slot; with six
+        // m-tiles np > 48, so the first three are whole.
         float* prow = wrow_at[ph];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           const int m = mt * 16 + gq;
           const bool full = (mt + 1) * 16 <= (MT == 6 ? 48 : 0);
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
+          if constexpr (kPaired) {
             if (full || m < g.np)
-              *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) =
-                  make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+              *reinterpret_cast<float4*>(prow + mt * 16 * kPitch) =
+                  make_float4(acc[mt][0][0], acc[mt][0][1], acc[mt][1][0], acc[mt][1][1]);
             if (full || m + 8 < g.np)
-              *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
-                  make_float2(acc[mt][nt][2], acc[mt][nt][3]);
+              *reinterpret_cast<float4*>(prow + (mt * 16 + 8) * kPitch) =
+                  make_float4(acc[mt][0][2], acc[mt][0][3], acc[mt][1][2], acc[mt][1][3]);
+          } else {
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+              if (full || m < g.np)
+                *reinterpret_cast<float2*>(prow + mt * 16 * kPitch + nt * 8) =
+                    make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+              if (full || m + 8 < g.np)
+                *reinterpret_cast<float2*>(prow + (mt * 16 + 8) * kPitch + nt * 8) =
+                    make_float2(acc[mt][nt][2], acc[mt][nt][3]);
+            }
           }
         }
         __syncthreads();
@@ -343,7 +370,8 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 int smem_bytes(const TapsGeom& g, int mt, int slots) {
-  return g.ksteps * mt * 32 * 16 + slots * g.np * kPitch * 4 + g.cout_g * 4;
+  const int pitch = mt == 6 ? Pairs<6>::kPitch : Pairs<3>::kPitch;
+  return g.ksteps * mt * 32 * 16 + slots * g.np * pitch * 4 + g.cout_g * 4;
 }
 
 // False where the shape is outside the kernel's limits (convt_taps.h). Each axis takes the shift whose taps read the
