@@ -248,6 +248,24 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+@pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
+@pytest.mark.parametrize("shape", [
+    (2, 24, 1, (8, 8), (96, 96), (4, 4), (2, 2), (0, 0), (1, 1), 1),   # 1 x 4 x 2 x 4 x 2 = 64 products a pixel
+    (8, 32, 4, (4, 4), (64, 64), (2, 2), (1, 1), (0, 0), (1, 1), 1),   # 4 x 2 x 2 x 2 x 2 = 64
+    (2, 128, 4, (6, 6), (48, 48), (2, 2), (2, 2), (0, 0), (1, 1), 2),  # 2 x 2 x 3 x 2 x 3 = 72
+])
+def test_taps_pick_by_products_cuda(seed, precision, shape, monkeypatch):
+    """The heuristic's split of the few-output-channel strided layers: 49-64 products a pixel go to the cells kernel
+    (where the taps kernel's six paired m-tiles are two-thirds padding), more to the taps kernel."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
+    case = Case(*shape, True)
+    k, s = case.k, case.stride
+    products = case.cout // case.groups * s[0] * cells_offsets(k[0], s[0], case.padding[0], 1) * s[1] * \
+        cells_offsets(k[1], s[1], case.padding[1], 1)
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("cells" if 48 < products <= 64 else "taps"), shape
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 # The columns kernel takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
 COLS_ALGOS = ["cols", "colsk1", "colsk2"]
 # The gather also takes 1, 2 or 4 output channels a block (fewer than its tile holds leave columns unused).

@@ -404,11 +404,15 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // shapes there, DCGAN 64->3 at batch 1 7.8/6.9/6.9 against 15.0/11.5/11.6 (cuDNN 12.5 in TF32), grouped 6x6 stride
   // 2 12.3/9.4/9.5 against 15.8/11.1/11.0, FSRCNN at batch 4 and 4x3 at strides (2, 1) 6-10% ahead; it trails by
   // 1-3% only where a pixel has 64 products (4 of its 6 m-tiles real: 32->4 4x4 stride 2 in half types, 24->1 8x8
-  // stride 4).
+  // stride 4). Since six m-tiles store paired columns (session 39: FSRCNN TF32 22.2 us against 23.8), the 64-product
+  // probes trail by 2-8% (24->1 8x8 stride 4 11.2/9.5/9.7 against cells' 10.4/9.0/9.1, 32->4 4x4 stride 2
+  // 14.3/11.9/12.0 against 14.0/11.6/11.6; docs/benchmarks/gpu-time-s39.md), so 49-64 products go to cells.
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && p.sh * p.sw >= 2 && (dtype != at::kFloat || tf32) &&
       phase_extent(0, p.sh, p.Hout) * phase_extent(0, p.sw, p.Wout) >= 128 && phase_extent(0, p.sw, p.Wout) >= 16 &&
-      cells_supports(p, x))
-    return {taps_supports(p, x, tf32) ? Path::kTaps : Path::kCells};
+      cells_supports(p, x)) {
+    const int np = taps_products(p, x, tf32);
+    return {np > 0 && (np <= 48 || np > 64) ? Path::kTaps : Path::kCells};
+  }
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && (dtype != at::kFloat || tf32) && cols_tiled(p) && cols_supports(p, x, w) &&
       !cols_weights_by_element(p, x))
     return {Path::kCols};

@@ -467,13 +467,15 @@ void launch_typed(const ConvTParams& p, TapsGeom g, const at::Tensor& x, const a
 
 }  // namespace
 
-bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+int taps_products(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
-  if (p.groups > 65535 || p.N > 65535) return false;  // grid.z, grid.y
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return 0;
+  if (p.groups > 65535 || p.N > 65535) return 0;  // grid.z, grid.y
   TapsGeom g;
-  return geometry(p, static_cast<int>(x.element_size()), g);
+  return geometry(p, static_cast<int>(x.element_size()), g) ? g.np : 0;
 }
+
+bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) { return taps_products(p, x, tf32) > 0; }
 
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  cudaStream_t stream) {

@@ -17,6 +17,9 @@ namespace convt {
 // most 64; the input offsets an output's taps read (at the cells' shift) at most 4 a axis; at most 128 phases; a batch
 // and groups of at most 65535; 32-bit sizes within an image.
 bool taps_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
+// A pixel's products as the kernel orders them (Cout/g x sh x height offsets x sw x width offsets, gaps included), or 0
+// where it does not take the shape.
+int taps_products(const ConvTParams& p, const at::Tensor& x, bool tf32);
 void launch_taps(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  cudaStream_t stream);
 
