@@ -47,7 +47,7 @@ struct Ring {
   static_assert(kPeriod * kWarps % kSlots == 0 && (KU == 0 ? kMaxU : KU) + kWarps - 1 <= kSlots);
 };
 
-// How a block's B columns map to pixels and its products go into the ring. kPairs: column n of n-tile nt is pixel
+// How a block's B columns map to pixels and its products go into the ring. kOn: column n of n-tile nt is pixel
 // 4 (n / 2) + 2 nt + n % 2, so a lane's accumulators of a row (columns 2t, 2t + 1 of both n-tiles) are pixels
 // 4t .. 4t + 3, one STS.128, and a quarter-warp's stores are two whole 16-float rows on 32 distinct banks at a pitch of
 // 16. Else column n is pixel n + 8 nt (each load instruction four whole sectors), stored as float2 pairs, which a
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int nrows = min(g.rseg, g.hc - a0) + uh - 1;  // input rows the segment's cells read
 
   // B = the input, (channel k) x (column n): b0 / b1 hold channel t / t + 4 of column g (TF32), or the pairs 2t / 2t + 8
-  // (half types). A thread loads its columns of both n-tiles in the warp's row (Pairs: pixels g and g + 8, or
+  // (half types). A thread loads its columns of both n-tiles in the warp's row (pixels g and g + 8, or with Pairs
   // 4 (g / 2) + g % 2 and 2 past it); addresses are 32-bit offsets from an opaque
   // base (Cin/g x H x W < 2^31, taps_supports), clamped into the image so every load is legal, and the loads outside
   // it (or past the group's channels) are predicated off to zero. Where the whole row is inside, the loads of k-steps
