@@ -256,7 +256,7 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
 ])
 def test_taps_pick_by_products_cuda(seed, precision, shape, monkeypatch):
     """The heuristic's split of the few-output-channel strided layers: 49-64 products a pixel go to the cells kernel
-    (where the taps kernel's six paired m-tiles are two-thirds padding), more to the taps kernel."""
+    (where a third of the taps kernel's six paired m-tiles is padding), more to the taps kernel."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*shape, True)
     k, s = case.k, case.stride
