@@ -71,6 +71,12 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # DCGAN's 4x4 stride 2 (2 offsets a axis, known at compile time: slots as registers), 48 products, bf16 on two
     # strips and segments cut by the edges
     (2, 64, 3, (4, 4), (11, 37), 2, 1, 0, 1, 1, torch.bfloat16, "taps", True),
+    # stack kernel (sm_90a; elsewhere the fallback): FSRCNN's 9x9 stride 3 in TF32 (3 height offsets stacked, 8
+    # k-steps for 56 channels) on three strips and segments cut by the image's edges; DCGAN's 4x4 stride 2 in bf16 on
+    # two strips; fp16 with groups, a channel tail (one k-step of the short form) and strides (2, 1)
+    (1, 56, 1, (9, 9), (21, 140), 3, 4, 2, 1, 1, torch.float32, "stack", True),
+    (2, 64, 3, (4, 4), (11, 70), 2, 1, 0, 1, 1, torch.bfloat16, "stack", True),
+    (2, 20, 4, (4, 3), (13, 37), (2, 1), (1, 1), (1, 0), 1, 2, torch.float16, "stack", True),
     # dense kernel (stride 1): halos past every edge with dilation, a channel tail, two output-channel tiles (TF32);
     # 16 warps in strict fp32 with groups; fp16 pairs interleaved with a chunk tail; bf16 on 32-channel warps
     (2, 20, 70, (3, 5), (19, 36), 1, (2, 4), 0, (2, 1), 1, torch.float32, "dense4", True),

@@ -578,6 +578,54 @@ def test_taps_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+def stack_fits(case: Case, precision: str) -> bool:
+    """The stack kernel's limits (convt_stack.cu geometry) on an sm_90a device: fp16, bf16 and fp32 as TF32; input
+    channels a group at most 64; at the cells' shift, 2 or 3 input offsets along the height and at most 4 along the
+    width; a pixel's products, Cout/g x sh x sw x (width offsets), at most 32."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = case.k, case.stride, case.padding, case.dilation
+    if precision not in ("float32-tf32", "float16", "bfloat16"):
+        return False
+    if max(kh, kw) > 127 or max(sh, sw) > 16 or case.cin // case.groups > 64:
+        return False
+    if (kh - 1) * dh > sh * 9 or (kw - 1) * dw > sw * 9:
+        return False
+    uh, uw = cells_offsets(kh, sh, ph, dh), cells_offsets(kw, sw, pw, dw)
+    return 2 <= uh <= 3 and uw <= 4 and case.cout // case.groups * sh * sw * uw <= 32
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(40))
+def test_stack_kernel_cuda(seed, precision, i, monkeypatch):
+    """Random problems forced onto the stack kernel (a cell row's products a pixel as wgmma columns, the height
+    offsets' input rows stacked in its reduction, each output summing its width taps' products): strides 1-4 a axis,
+    kernels past and below the stride, padding past the kernel, output padding, dilation, pure-fill phases, images of
+    one strip and segment and of many cut by their edges, segments shorter than the row-set period, channels not a
+    multiple of the k-step and fewer than one, groups, batch, bias, non-contiguous input, outputs off alignment.
+    Strict fp32 and float64, which it does not take, check the fallback."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "stack")
+    rng = random.Random(seed * 7901 + i)
+    case = strided_case(rng, [1, 5, 8, 17, 40, 64], lambda s, k: 32 // (s[0] * s[1] * max(1, -(-k[1] // s[1]))),
+                        (30, 150), lambda c: stack_fits(c, "float16"))
+    want = "stack" if stack_fits(case, precision) else "ffma"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, f"not on the {want} path: {case}"
+    check_cuda(case, precision, seed * 7901 + i, out_offset=rng.choice([0, 1]))
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("layer", ["fsrcnn-56-1-n1", "dcgan-64-3-n64"])
+def test_stack_decoder_layers_cuda(seed, precision, layer, monkeypatch):
+    """FSRCNN's 9x9 stride-3 layer (27 products a pixel, 3 height offsets stacked at a shift of one) and DCGAN's 64->3
+    layer (24 products, 2 height offsets, batch 64), full size, forced onto the stack kernel."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "stack")
+    case = Case(*DECODER_LAYERS[layer], True)
+    assert path_taken(case, TORCH_DTYPE[precision]) == ("stack" if stack_fits(case, precision) else "ffma"), layer
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1", "dcgan-512-256-n64", "dcgan-128-64-n1"])
 def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):

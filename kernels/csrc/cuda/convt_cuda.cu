@@ -27,6 +27,7 @@
 #include "convt_dwin.h"
 #include "convt_patch.h"
 #include "convt_rows.h"
+#include "convt_stack.h"
 #include "convt_strip.h"
 #include "convt_tc.h"
 
@@ -205,7 +206,9 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // path for 1-4 output channels a group that stages input for every phase of a block; k: the split); cells,
 // cellsk1, cellsk2 (a strided layer's cells, sh x sw outputs x its few output channels, as the columns of one
 // implicit GEMM; k: mma k-steps a chunk of input channels); taps (a strided layer's products a pixel, Cout/g x KH x
-// KW, as one GEMM's columns into shared memory, each output summing its taps' products from there);
+// KW, as one GEMM's columns into shared memory, each output summing its taps' products from there); stack (sm_90a: a
+// cell row's products a pixel, Cout/g x sh x sw x width offsets, as one wgmma GEMM's columns over the input channels
+// of every input row the cell row reads, each output summing its width taps' products);
 // cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
 // column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
 // 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
@@ -229,7 +232,7 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // device cannot take falls back to the next one down (wgh -> wg -> tc -> ffma),
 // as strict fp32 does from wg (wgmma has no 3xTF32 here); dwg falls back to dense; rows, patch, cells, taps, cols, dense
 // and strip fall back to ffma.
-enum class Path { kFfma, kRows, kPatch, kCells, kTaps, kCols, kDense, kDwg, kDwin, kStrip, kTc, kWg, kWgh };
+enum class Path { kFfma, kRows, kPatch, kCells, kTaps, kStack, kCols, kDense, kDwg, kDwin, kStrip, kTc, kWg, kWgh };
 struct Algo {
   Path path;
   TcTile tc_tile = TcTile::kAuto;
@@ -267,6 +270,7 @@ constexpr Forced kForced[] = {
     {"cellsk1", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 1}},
     {"cellsk2", {Path::kCells, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 2}},
     {"taps", {Path::kTaps}},
+    {"stack", {Path::kStack}},
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
@@ -357,12 +361,13 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kCols && !cols_supports(p, x, w)) a.path = Path::kFfma;
       if (a.path == Path::kCells && !cells_supports(p, x)) a.path = Path::kFfma;
       if (a.path == Path::kTaps && !taps_supports(p, x, tf32)) a.path = Path::kFfma;
+      if (a.path == Path::kStack && !stack_supports(p, x, tf32)) a.path = Path::kFfma;
       if (a.path == Path::kDwin && !dwin_supports(p, x, tf32)) a.path = Path::kDwg;
       if (a.path == Path::kDwg && !dwg_supports(p, x, tf32, a.dwg)) a.path = Path::kDense;
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, stack, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -576,6 +581,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kPatch: launch_patch(p, x, w, b, out, algo.patch, stream); break;
     case Path::kCells: launch_cells(p, x, w, b, out, tf32, algo.cells, stream); break;
     case Path::kTaps: launch_taps(p, x, w, b, out, stream); break;
+    case Path::kStack: launch_stack(p, x, w, b, out, stream); break;
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
@@ -610,6 +616,7 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
     case Path::kPatch: return "patch";
     case Path::kCells: return "cells";
     case Path::kTaps: return "taps";
+    case Path::kStack: return "stack";
     case Path::kCols: return "cols";
     case Path::kDense: return "dense";
     case Path::kDwg: return "dwg";

@@ -1,0 +1,402 @@
+// The stack path (see convt_stack.h). A block is one warpgroup; it owns a strip of 64 input columns of one image and
+// group and walks a segment of its cell rows (cells_axis.h: the sh x sw outputs one input position starts, shifted so
+// their taps read the fewest offsets), one cell row an iteration:
+//   - products: wgmma m64n32, A = the strip's 64 pixels (warp w's 16 from registers, loaded straight from the NCHW
+//     input in mma's A layout: a register's 8 pixels x 4 channels are four whole 32-byte sectors), B = the weights
+//     (product n) x (height offset i, input channel k), K-major in shared memory, staged once a block. An input row's
+//     fragments are loaded and rounded once and kept in registers (a set a row, uh sets) for the uh cell rows that
+//     read it, so the tensor cores sum the height taps;
+//   - col2im: the cell row's products go to shared memory as [product][pixel], and each of its outputs sums its uw
+//     width taps' products there, in a fixed order, and is written once. The buffer is double: row c - 1's sums run
+//     while row c's wgmma does.
+// Against the taps kernel, an output reads uw products, not uh x uw, and a pixel stores Cout/g x sh x sw x uw products
+// a cell row, not Cout/g x sh x uh x sw x uw an input row (FSRCNN: 3 and 27 against 9 and 81).
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "cells_axis.h"
+#include "convt_stack.h"
+#include "convt_tc.h"
+#include "smem_attr.h"
+#include "wgmma_ops.h"
+
+namespace convt {
+namespace {
+
+#include "mma_sync.cuh"
+#include "wg_ptx.cuh"
+
+constexpr int kThreads = 128;  // one warpgroup
+constexpr int kPx = 64;        // input columns a strip: wgmma's M
+constexpr int kN = 32;         // a pixel's products, padded: wgmma's N
+constexpr int kMaxCin = 64;    // input channels a group
+constexpr int kMaxU = 4;       // width offsets
+constexpr int kItems = 6;      // the col2im's outputs a thread a cell row
+// Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (lanes' rows 2t apart,
+// pixels g) covers 32 banks.
+constexpr int kPitch = 68;
+constexpr int kBufBytes = 2 * kN * kPitch * 4;
+constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
+
+struct StackGeom {
+  int hin, win, hout, wout;
+  int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
+  int da0, db0, uh, uw;  // the least input offset a axis (cell a, offset i reads input row a + da0 + i), and how many
+  int cin_g, cout_g, kw, kk, ksteps;
+  int np;                // a pixel's products, Cout/g x sh x sw x uw: (output channel, r, q, width offset j)
+  int hc;                // cell rows an image
+  int sc;                // cell columns a strip
+  int strips;            // strips an image
+  int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
+  int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
+  int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// st.shared's writes (the weights) ordered before the async proxy's reads (wgmma's descriptors).
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#endif
+
+// UH: the height offsets, uh, at compile time (2 or 3), so each input row's register set has a fixed name in the loop
+// (unrolled by UH). KS: the k-steps a row, at compile time (the group's channels padded with zeros to 4 or 8 TF32
+// k-steps, 2 or 4 half ones), so a cell row's wgmma sequence has no branch: ptxas puts a warpgroup.arrive wherever
+// control flow enters one.
+template <typename T, int UH, int KS>
+__global__ void __launch_bounds__(kThreads, 3)
+    convt_stack_kernel(const ConvTParams p, const StackGeom g, const T* __restrict__ x, const T* __restrict__ w,
+                       const T* __restrict__ bias, T* __restrict__ y) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kHalf = sizeof(T) == 2;
+  constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
+  constexpr int kKS = KS;
+  constexpr int kLd = kHalf ? 8 : 4;        // loads a k-step a thread
+  using Op = typename wg::OpFor<T>::type;
+  using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  float* buf = reinterpret_cast<float*>(smem);  // [2][product][kPitch]
+  uint8_t* wsm = smem + kBufBytes;              // [k-step][offset]: kBlockBytes each
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, img = blockIdx.y, grp = blockIdx.z;
+  const int gq = lane >> 2, t = lane & 3;
+
+  const int seg = blockIdx.x / g.strips, strip = blockIdx.x - seg * g.strips;
+  const int a0 = seg * g.rseg, b0 = strip * g.sc;
+  const int ncell = min(g.rseg, g.hc - a0);
+  const int nrows = ncell + UH - 1;  // input rows the segment's cells read
+
+  // A = the input, (pixel m) x (channel k): a0..a3 hold (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) for TF32, and
+  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... A load's
+  // address is a 32-bit offset from an opaque base (Cin/g x H x W < 2^31, stack_supports), clamped into the image so
+  // every load is legal; those outside it (or past the group's channels) are predicated off to zero. Where the strip's
+  // row is inside the image, the k-steps the group's channels fill carry no predicate.
+  const unsigned hw = unsigned(g.hin) * unsigned(g.win);
+  const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
+  const int ix0 = b0 + g.db0 + 16 * warp + gq;
+  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
+  const bool strip_in = b0 + g.db0 >= 0 && b0 + g.db0 + kPx <= g.win;
+  const int kfull = g.cin_g / kK;
+  // Load l of a k-step: TF32 channel t + 4 (l / 2) at pixel l % 2; half channel 2t + (l & 1) + 8 (l / 4) at pixel
+  // (l / 2) % 2.
+  auto chan = [&](int ks, int l) { return kHalf ? ks * 16 + 2 * t + (l & 1) + 8 * (l >> 2) : ks * 8 + t + 4 * (l >> 1); };
+  auto pxi = [&](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
+  uint32_t set[UH][kKS][4];  // a row's A fragments: TF32 words, or packed half pairs
+  uint32_t raw[kHalf ? kKS : 1][kLd];  // half types: a row's loads in flight, a 16-bit element a register
+  // Issues row R's loads into `dst` (TF32: the set itself; half: raw).
+  auto issue = [&](int R, uint32_t (&dst)[kKS][kLd]) {
+    const int iy = a0 + g.da0 + R;
+    const bool row_in = R < nrows && iy >= 0 && iy < g.hin;
+    const unsigned rowoff = unsigned(min(max(iy, 0), g.hin - 1)) * g.win;
+    const unsigned pix[2] = {rowoff + unsigned(min(max(ix0, 0), g.win - 1)),
+                             rowoff + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks) {
+      if (row_in && strip_in && ks < kfull) {
+#pragma unroll
+        for (int l = 0; l < kLd; ++l) dst[ks][l] = uint32_t(__ldg(src + (unsigned(chan(ks, l)) * hw + pix[pxi(l)])));
+      } else if (ks < g.ksteps) {
+#pragma unroll
+        for (int l = 0; l < kLd; ++l) {
+          const int k = chan(ks, l);
+          const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[pxi(l)];
+          dst[ks][l] = row_in && px_in[pxi(l)] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
+        }
+      } else {
+#pragma unroll
+        for (int l = 0; l < kLd; ++l) dst[ks][l] = 0u;
+      }
+    }
+  };
+  // Makes a row's loads its A fragments: TF32 rounded in place; half pairs packed (k even low) from raw.
+  auto finish = [&](uint32_t (&s)[kKS][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks) {
+      if constexpr (kHalf) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s[ks][r] = raw[ks][2 * r] | raw[ks][2 * r + 1] << 16;
+      } else {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s[ks][r] = tf32_bits(s[ks][r]);
+      }
+    }
+  };
+  auto issue_into = [&](int R, uint32_t (&s)[kKS][4]) {
+    if constexpr (kHalf) issue(R, raw);
+    else issue(R, s);
+  };
+
+  // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
+  issue_into(0, set[0]);
+#pragma unroll
+  for (int s = 0; s + 1 < UH; ++s) {
+    if constexpr (kHalf) {
+      finish(set[s]);
+      issue_into(s + 1, set[s + 1]);
+    } else {
+      issue_into(s + 1, set[s + 1]);
+    }
+  }
+
+  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
+  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
+  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)], or zero where phase r has no tap at offset i,
+  // q none at j, or n is padding. A thread stages product n = tid % 32 of the blocks tid / 32, +4, ...: all its loads
+  // in flight at once (one trip to L2 a block).
+  {
+    constexpr int kPer = (kKS * UH + 3) / 4;  // blocks a thread, at most
+    const int n = tid & 31, sel = tid >> 5, nblk = kKS * UH;
+    const int per_q = g.uw, per_r = g.sw * g.uw, per_co = g.sh * per_r;
+    int col[UH];
+    {
+      const int co = n / per_co, rest = n - co * per_co, r = rest / per_r, rest2 = rest - r * per_r;
+      const int q = rest2 / per_q, j = rest2 - q * per_q;
+#pragma unroll
+      for (int i = 0; i < UH; ++i) {
+        const int kh = n < g.np ? g.th[r * kAxisMaxU + i] : -1, kwj = n < g.np ? g.tw[q * kAxisMaxU + j] : -1;
+        col[i] = kh >= 0 && kwj >= 0 ? co * g.kk + kh * g.kw + kwj : -1;
+      }
+    }
+    const int ncol = g.kk * g.cout_g;
+    const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
+    uint32_t v[kPer][kK];
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int blk = sel + 4 * u, ks = blk / UH, i = blk - ks * UH;
+      int c = -1;
+#pragma unroll
+      for (int ii = 0; ii < UH; ++ii)
+        if (ii == i) c = col[ii];
+#pragma unroll
+      for (int kk = 0; kk < kK; ++kk) {
+        const int k = ks * kK + kk;
+        v[u][kk] = blk < nblk && c >= 0 && k < g.cin_g ? uint32_t(wq[unsigned(k) * unsigned(ncol) + unsigned(c)]) : 0u;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const int blk = sel + 4 * u;
+      if (blk < nblk) {
+        uint8_t* base = wsm + blk * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint4 q4;
+          if constexpr (kHalf) {
+            const uint32_t* e = v[u] + 8 * h;
+            q4 = make_uint4(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
+          } else {
+            const uint32_t* e = v[u] + 4 * h;
+            q4 = make_uint4(tf32_bits(e[0]), tf32_bits(e[1]), tf32_bits(e[2]), tf32_bits(e[3]));
+          }
+          *reinterpret_cast<uint4*>(base + h * 512) = q4;
+        }
+      }
+    }
+  }
+
+  // The col2im's outputs: item e = tid + 128 k is (output channel co, height phase r, width phase q, cell column bl),
+  // bl fastest so a warp's reads of a product row are consecutive pixels. sb: its first product's buffer offset, r in
+  // bits 16 and up, or -1 where it is past the items or its column is outside the image; go: co's plane and its
+  // column.
+  int it_sb[kItems], it_go[kItems];
+  float it_b[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int e = tid + kThreads * k;
+    const int rq = e / g.sc, bl = e - rq * g.sc, cr = rq / g.sw, q = rq - cr * g.sw, co = cr / g.sh, r = cr - co * g.sh;
+    const int ox = (b0 + bl) * g.sw - g.cw + q;
+    const bool ok = e < g.items && ox >= 0 && ox < g.wout;
+    it_sb[k] = ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1;
+    it_go[k] = ok ? co * g.hout * g.wout + ox : 0;
+    it_b[k] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
+  }
+  T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * (int64_t(g.hout) * g.wout);
+  auto col2im = [&](int c) {
+    const float* bc = buf + (c & 1) * (kN * kPitch);
+    const int oyb = (a0 + c) * g.sh - g.ch;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int sb = it_sb[k];
+      const int oy = oyb + (sb >> 16);
+      if (sb >= 0 && oy >= 0 && oy < g.hout) {
+        const float* pr = bc + (sb & 0xffff);
+        float sum = it_b[k];
+#pragma unroll
+        for (int j = 0; j < kMaxU; ++j)
+          if (j < g.uw) sum += pr[j * (kPitch + 1)];
+        yb[it_go[k] + oy * g.wout] = static_cast<T>(sum);
+      }
+    }
+  };
+
+  fence_async_smem();
+  __syncthreads();  // the weights
+  if constexpr (!kHalf) {
+#pragma unroll
+    for (int s = 0; s + 1 < UH; ++s) finish(set[s]);
+  }
+
+  const uint32_t wlo = desc_lo(smem_addr(wsm), 512);
+  float acc[16];
+#pragma unroll
+  for (int e = 0; e < 16; ++e) acc[e] = 0.f;
+  // Accumulator d[4 nt + e]: pixel 16 w + g (+ 8 for e >= 2), product 8 nt + 2t + (e & 1).
+  float* srow = buf + (2 * t) * kPitch + 16 * warp + gq;
+  for (int c0 = 0; c0 < ncell; c0 += UH) {
+#pragma unroll
+    for (int ph = 0; ph < UH; ++ph) {
+      const int c = c0 + ph;
+      if (c < ncell) {
+        finish(set[(ph + UH - 1) % UH]);  // the row that cell row c reads last, in flight until now
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kKS; ++ks)
+#pragma unroll
+          for (int i = 0; i < UH; ++i) {
+            const uint64_t db = desc_words(128 >> 4, wlo + uint32_t(((ks * UH + i) * kBlockBytes) >> 4));
+            wg::WgmmaRs<Op, kN>::run(acc, set[(ph + i) % UH][ks], db, ks + i > 0 ? 1 : 0);
+          }
+        wgmma_commit();
+        if (c > 0) col2im(c - 1);  // under the wgmma
+        wgmma_wait<0>();
+        fence_regs(acc);
+        if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time above
+        float* sr = srow + (c & 1) * (kN * kPitch);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sr[(8 * nt + (e & 1)) * kPitch + 8 * (e >> 1)] = acc[4 * nt + e];
+        __syncthreads();
+      }
+    }
+  }
+  col2im(ncell - 1);
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+// False where the shape is outside the kernel's limits (convt_stack.h). Each axis takes the shift whose taps read the
+// fewest offsets.
+bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
+  if (p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
+  AxisCells ah[2], aw[2];
+  const int nh = axis_candidates(p.sh, p.ph, p.dh, p.KH, ah), nw = axis_candidates(p.sw, p.pw, p.dw, p.KW, aw);
+  if (nh == 0 || nw == 0) return false;
+  const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];
+  if (h.u < 2 || h.u > 3 || w.u > kMaxU) return false;
+  const int64_t np = p.Cout_g * p.sh * p.sw * w.u;
+  if (np > kN) return false;
+  const int64_t lim = int64_t(1) << 31;
+  if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
+  const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
+  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
+  if (sc < 1) return false;
+  const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
+  const int64_t strips = (wc + sc - 1) / sc;
+  if (strips * hc >= lim) return false;
+  g.hin = static_cast<int>(p.Hin);
+  g.win = static_cast<int>(p.Win);
+  g.hout = static_cast<int>(p.Hout);
+  g.wout = static_cast<int>(p.Wout);
+  g.sh = static_cast<int>(p.sh);
+  g.sw = static_cast<int>(p.sw);
+  g.ch = h.c;
+  g.cw = w.c;
+  g.da0 = h.d0;
+  g.db0 = w.d0;
+  g.uh = h.u;
+  g.uw = w.u;
+  g.cin_g = static_cast<int>(p.Cin_g);
+  g.cout_g = static_cast<int>(p.Cout_g);
+  g.kw = static_cast<int>(p.KW);
+  g.kk = static_cast<int>(p.KH * p.KW);
+  const int kstep = elem == 2 ? 16 : 8;
+  g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
+  g.np = static_cast<int>(np);
+  g.hc = static_cast<int>(hc);
+  g.sc = static_cast<int>(sc);
+  g.strips = static_cast<int>(strips);
+  g.items = static_cast<int>(per_col * sc);
+  std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
+  std::copy(w.tab, w.tab + kAxisMaxS * kAxisMaxU, g.tw);
+  return true;
+}
+
+template <typename T>
+void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, cudaStream_t stream) {
+  if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
+  const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
+  constexpr int kHalfKS = sizeof(T) == 2 ? 2 : 4;  // the shorter k-step count
+  auto go = [&](auto kernel, int ks) {
+    const int bytes = kBufBytes + ks * g.uh * kBlockBytes;
+    allow_dynamic_smem(kernel, bytes);
+    // Segments: as many as fill the blocks that run at once (at least one a strip).
+    const int dev = x.get_device();
+    const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
+    const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
+    const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
+    const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
+    g.rseg = static_cast<int>(rseg);
+    const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
+                    static_cast<unsigned>(p.groups));
+    kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
+                                              out.mutable_data_ptr<T>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  const bool short_k = g.ksteps <= kHalfKS;
+  if (g.uh == 2) {
+    if (short_k) go(convt_stack_kernel<T, 2, kHalfKS>, kHalfKS);
+    else go(convt_stack_kernel<T, 2, 2 * kHalfKS>, 2 * kHalfKS);
+  } else {
+    if (short_k) go(convt_stack_kernel<T, 3, kHalfKS>, kHalfKS);
+    else go(convt_stack_kernel<T, 3, 2 * kHalfKS>, 2 * kHalfKS);
+  }
+}
+
+}  // namespace
+
+bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+  const at::ScalarType dt = x.scalar_type();
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
+  if (p.groups > 65535 || p.N > 65535) return false;  // grid.z, grid.y
+  StackGeom g;
+  return geometry(p, static_cast<int>(x.element_size()), g) && wg_available(x.get_device());
+}
+
+void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                  cudaStream_t stream) {
+  StackGeom g;
+  CONVT_CHECK(geometry(p, static_cast<int>(x.element_size()), g), "convt: the stack kernel does not take this shape");
+  switch (x.scalar_type()) {
+    case at::kFloat: launch_typed<float>(p, g, x, w, b, out, stream); break;
+    case at::kHalf: launch_typed<at::Half>(p, g, x, w, b, out, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16>(p, g, x, w, b, out, stream); break;
+    default: TORCH_CHECK(false, "convt: the stack kernel takes float32 (as TF32), float16 and bfloat16");
+  }
+}
+
+}  // namespace convt
