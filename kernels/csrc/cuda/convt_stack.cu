@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cells_axis.h"
@@ -56,8 +57,24 @@ struct StackGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
-  int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
+  // Magic multipliers for the col2im's decode, once a thread: a / d == (a * magic(d)) >> 16 where a d < 2^16.
+  unsigned m_sc, m_sw, m_sh;
+  // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
+  // at offset i, q none at width offset j, or n is padding: decoded on the host, not in every block.
+  int wcol[3][kN];
 };
+
+__device__ __forceinline__ int div_small(int a, unsigned magic) {
+  return static_cast<int>((unsigned(a) * magic) >> 16);
+}
+unsigned magic(int d) { return (65536u + unsigned(d) - 1) / unsigned(d); }
+
+// An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
+// they are: the finiteness test on the FP pipe leaves one add and a select, where mma_sync.cuh's tf32_bits spends an
+// integer mask and compare on it too.
+__device__ __forceinline__ uint32_t tf32_finite(uint32_t v) {
+  return fabsf(__uint_as_float(v)) < __uint_as_float(0x7f800000u) ? v + 0x1000u : v;
+}
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // st.shared's writes (the weights) ordered before the async proxy's reads (wgmma's descriptors).
@@ -99,8 +116,6 @@ __global__ void __launch_bounds__(kThreads, 3)
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
   const int ix0 = b0 + g.db0 + 16 * warp + gq;
   const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
-  const bool strip_in = b0 + g.db0 >= 0 && b0 + g.db0 + kPx <= g.win;
-  const int kfull = g.cin_g / kK;
   // Load l of a k-step: TF32 channel t + 4 (l / 2) at pixel l % 2; half channel 2t + (l & 1) + 8 (l / 4) at pixel
   // (l / 2) % 2.
   auto chan = [&](int ks, int l) { return kHalf ? ks * 16 + 2 * t + (l & 1) + 8 * (l >> 2) : ks * 8 + t + 4 * (l >> 1); };
@@ -114,17 +129,15 @@ __global__ void __launch_bounds__(kThreads, 3)
     const unsigned rowoff = unsigned(min(max(iy, 0), g.hin - 1)) * g.win;
     const unsigned pix[2] = {rowoff + unsigned(min(max(ix0, 0), g.win - 1)),
                              rowoff + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+    const bool ok[2] = {row_in && px_in[0], row_in && px_in[1]};
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      if (row_in && strip_in && ks < kfull) {
-#pragma unroll
-        for (int l = 0; l < kLd; ++l) dst[ks][l] = uint32_t(__ldg(src + (unsigned(chan(ks, l)) * hw + pix[pxi(l)])));
-      } else if (ks < g.ksteps) {
+      if (ks < g.ksteps) {
 #pragma unroll
         for (int l = 0; l < kLd; ++l) {
           const int k = chan(ks, l);
           const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[pxi(l)];
-          dst[ks][l] = row_in && px_in[pxi(l)] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
+          dst[ks][l] = ok[pxi(l)] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
         }
       } else {
 #pragma unroll
@@ -141,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 3)
         for (int r = 0; r < 4; ++r) s[ks][r] = raw[ks][2 * r] | raw[ks][2 * r + 1] << 16;
       } else {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) s[ks][r] = tf32_bits(s[ks][r]);
+        for (int r = 0; r < 4; ++r) s[ks][r] = tf32_finite(s[ks][r]);
       }
     }
   };
@@ -170,17 +183,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   {
     constexpr int kPer = (kKS * UH + 3) / 4;  // blocks a thread, at most
     const int n = tid & 31, sel = tid >> 5, nblk = kKS * UH;
-    const int per_q = g.uw, per_r = g.sw * g.uw, per_co = g.sh * per_r;
     int col[UH];
-    {
-      const int co = n / per_co, rest = n - co * per_co, r = rest / per_r, rest2 = rest - r * per_r;
-      const int q = rest2 / per_q, j = rest2 - q * per_q;
 #pragma unroll
-      for (int i = 0; i < UH; ++i) {
-        const int kh = n < g.np ? g.th[r * kAxisMaxU + i] : -1, kwj = n < g.np ? g.tw[q * kAxisMaxU + j] : -1;
-        col[i] = kh >= 0 && kwj >= 0 ? co * g.kk + kh * g.kw + kwj : -1;
-      }
-    }
+    for (int i = 0; i < UH; ++i) col[i] = g.wcol[i][n];
     const int ncol = g.kk * g.cout_g;
     const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
     uint32_t v[kPer][kK];
@@ -227,7 +232,8 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int e = tid + kThreads * k;
-    const int rq = e / g.sc, bl = e - rq * g.sc, cr = rq / g.sw, q = rq - cr * g.sw, co = cr / g.sh, r = cr - co * g.sh;
+    const int rq = div_small(e, g.m_sc), bl = e - rq * g.sc, cr = div_small(rq, g.m_sw), q = rq - cr * g.sw;
+    const int co = div_small(cr, g.m_sh), r = cr - co * g.sh;
     const int ox = (b0 + bl) * g.sw - g.cw + q;
     const bool ok = e < g.items && ox >= 0 && ox < g.wout;
     it_sb[k] = ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1;
@@ -273,18 +279,23 @@ __global__ void __launch_bounds__(kThreads, 3)
       if (c < ncell) {
         finish(set[(ph + UH - 1) % UH]);  // the row that cell row c reads last, in flight until now
         wgmma_fence();
+        // Two commit groups: the oldest row's products first, so its set takes the next row's loads as soon as they
+        // retire, under the other rows' wgmma and the sums of cell row c - 1.
 #pragma unroll
-        for (int ks = 0; ks < kKS; ++ks)
+        for (int i = 0; i < UH; ++i) {
 #pragma unroll
-          for (int i = 0; i < UH; ++i) {
+          for (int ks = 0; ks < kKS; ++ks) {
             const uint64_t db = desc_words(128 >> 4, wlo + uint32_t(((ks * UH + i) * kBlockBytes) >> 4));
             wg::WgmmaRs<Op, kN>::run(acc, set[(ph + i) % UH][ks], db, ks + i > 0 ? 1 : 0);
           }
+          if (i == 0) wgmma_commit();
+        }
         wgmma_commit();
-        if (c > 0) col2im(c - 1);  // under the wgmma
+        wgmma_wait<1>();
+        if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time by the first group
+        if (c > 0) col2im(c - 1);
         wgmma_wait<0>();
         fence_regs(acc);
-        if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time above
         float* sr = srow + (c & 1) * (kN * kPitch);
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
@@ -340,8 +351,18 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   g.sc = static_cast<int>(sc);
   g.strips = static_cast<int>(strips);
   g.items = static_cast<int>(per_col * sc);
-  std::copy(h.tab, h.tab + kAxisMaxS * kAxisMaxU, g.th);
-  std::copy(w.tab, w.tab + kAxisMaxS * kAxisMaxU, g.tw);
+  g.m_sc = magic(g.sc);
+  g.m_sw = magic(g.sw);
+  g.m_sh = magic(g.sh);
+  for (int i = 0; i < 3; ++i)
+    for (int n = 0; n < kN; ++n) {
+      const int per_r = g.sw * g.uw, per_co = g.sh * per_r;
+      const int co = n / per_co, rest = n - co * per_co, r = rest / per_r, q = (rest - r * per_r) / g.uw,
+                j = rest - r * per_r - q * g.uw;
+      const int kh = n < g.np && i < g.uh ? h.tab[r * kAxisMaxU + i] : -1;
+      const int kwj = n < g.np ? w.tab[q * kAxisMaxU + j] : -1;
+      g.wcol[i][n] = kh >= 0 && kwj >= 0 ? co * g.kk + kh * g.kw + kwj : -1;
+    }
   return true;
 }
 
@@ -358,7 +379,9 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     const int dev = x.get_device();
     const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
-    const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
+    const char* fill = std::getenv("CONVT_STACK_FILL");  // EXPERIMENT: resident blocks x fill
+    const double f = fill != nullptr ? std::atof(fill) : 1.0;
+    const int64_t want = std::clamp<int64_t>(static_cast<int64_t>(resident * f) / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
