@@ -240,11 +240,14 @@ def test_patch_kernel_cuda(seed, precision, i, monkeypatch):
 def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     """The decoder layers with 1-4 output channels a group, full size, on the path the heuristic picks for them: the
     patch kernel (thousands of blocks, 4 and 9 phases, one and several channel chunks) in strict fp32 and double and
-    for the depthwise layer, the taps kernel for FSRCNN and DCGAN 64->3 in TF32 and half types."""
+    for the depthwise layer, the taps kernel for FSRCNN and DCGAN 64->3 in TF32 and half types, but FSRCNN (three
+    input rows an output's taps read) on the stack kernel on an sm_90 device."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*DECODER_LAYERS[layer], True)
     taps = layer != "depthwise-256-n16" and precision in ("float32-tf32", "float16", "bfloat16")
-    assert path_taken(case, TORCH_DTYPE[precision]) == ("taps" if taps else "patch"), layer
+    stack = taps and layer == "fsrcnn-56-1-n1" and torch.cuda.get_device_capability() == (9, 0)
+    want = "stack" if stack else "taps" if taps else "patch"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, layer
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
@@ -255,14 +258,19 @@ def test_patch_kernel_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     (2, 128, 4, (6, 6), (48, 48), (2, 2), (2, 2), (0, 0), (1, 1), 2),  # 2 x 2 x 3 x 2 x 3 = 72
 ])
 def test_taps_pick_by_products_cuda(seed, precision, shape, monkeypatch):
-    """The heuristic's split of the few-output-channel strided layers: 49-64 products a pixel go to the cells kernel
-    (where a third of the taps kernel's six paired m-tiles is padding), more to the taps kernel."""
+    """The heuristic's split of the few-output-channel strided layers: three input rows an output's taps read go to
+    the stack kernel on an sm_90 device; else 49-64 products a pixel go to the cells kernel (where a third of the taps
+    kernel's six paired m-tiles is padding), more to the taps kernel."""
     monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
     case = Case(*shape, True)
     k, s = case.k, case.stride
-    products = case.cout // case.groups * s[0] * cells_offsets(k[0], s[0], case.padding[0], 1) * s[1] * \
-        cells_offsets(k[1], s[1], case.padding[1], 1)
-    assert path_taken(case, TORCH_DTYPE[precision]) == ("cells" if 48 < products <= 64 else "taps"), shape
+    rows = cells_offsets(k[0], s[0], case.padding[0], 1)
+    products = case.cout // case.groups * s[0] * rows * s[1] * cells_offsets(k[1], s[1], case.padding[1], 1)
+    if rows == 3 and stack_fits(case, precision) and torch.cuda.get_device_capability() == (9, 0):
+        want = "stack"
+    else:
+        want = "cells" if 48 < products <= 64 else "taps"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, shape
     check_cuda(case, precision, seed, ref_device="cuda")
 
 

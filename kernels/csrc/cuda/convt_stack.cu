@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "cells_axis.h"
@@ -379,9 +378,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     const int dev = x.get_device();
     const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
-    const char* fill = std::getenv("CONVT_STACK_FILL");  // EXPERIMENT: resident blocks x fill
-    const double f = fill != nullptr ? std::atof(fill) : 1.0;
-    const int64_t want = std::clamp<int64_t>(static_cast<int64_t>(resident * f) / units, 1, hc);
+    const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
@@ -402,13 +399,15 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
 
 }  // namespace
 
-bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+int stack_rows(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return false;
-  if (p.groups > 65535 || p.N > 65535) return false;  // grid.z, grid.y
+  if (dt != at::kHalf && dt != at::kBFloat16 && !(dt == at::kFloat && tf32)) return 0;
+  if (p.groups > 65535 || p.N > 65535) return 0;  // grid.z, grid.y
   StackGeom g;
-  return geometry(p, static_cast<int>(x.element_size()), g) && wg_available(x.get_device());
+  return geometry(p, static_cast<int>(x.element_size()), g) && wg_available(x.get_device()) ? g.uh : 0;
 }
+
+bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) { return stack_rows(p, x, tf32) > 0; }
 
 void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream) {

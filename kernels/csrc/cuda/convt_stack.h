@@ -17,6 +17,9 @@ namespace convt {
 // offsets along the height and at most 4 along the width; a pixel's products (Cout/g x sh x sw x width offsets) at
 // most 32; input channels a group at most 64; a batch and groups of at most 65535; 32-bit sizes within an image.
 bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
+// The input rows a cell row stacks in the reduction (its height offsets, 2 or 3), or 0 where the kernel does not take
+// the shape.
+int stack_rows(const ConvTParams& p, const at::Tensor& x, bool tf32);
 void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream);
 
