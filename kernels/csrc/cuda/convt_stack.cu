@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cells_axis.h"
+#include "cells_geom.h"
 #include "convt_stack.h"
 #include "convt_tc.h"
 #include "smem_attr.h"
@@ -45,13 +45,8 @@ constexpr int kPitch = 68;
 constexpr int kBufBytes = 2 * kN * kPitch * 4;
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
 
-struct StackGeom {
-  int hin, win, hout, wout;
-  int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
-  int da0, db0, uh, uw;  // the least input offset a axis (cell a, offset i reads input row a + da0 + i), and how many
-  int cin_g, cout_g, kw, kk, ksteps;
+struct StackGeom : CellsGeom {
   int np;                // a pixel's products, Cout/g x sh x sw x uw: (output channel, r, q, width offset j)
-  int hc;                // cell rows an image
   int sc;                // cell columns a strip
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
@@ -63,10 +58,6 @@ struct StackGeom {
   int wcol[3][kN];
 };
 
-__device__ __forceinline__ int div_small(int a, unsigned magic) {
-  return static_cast<int>((unsigned(a) * magic) >> 16);
-}
-unsigned magic(int d) { return (65536u + unsigned(d) - 1) / unsigned(d); }
 
 // An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
 // they are: the finiteness test on the FP pipe leaves one add and a select, where mma_sync.cuh's tf32_bits spends an
@@ -327,26 +318,8 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   const int64_t strips = (wc + sc - 1) / sc;
   if (strips * hc >= lim) return false;
-  g.hin = static_cast<int>(p.Hin);
-  g.win = static_cast<int>(p.Win);
-  g.hout = static_cast<int>(p.Hout);
-  g.wout = static_cast<int>(p.Wout);
-  g.sh = static_cast<int>(p.sh);
-  g.sw = static_cast<int>(p.sw);
-  g.ch = h.c;
-  g.cw = w.c;
-  g.da0 = h.d0;
-  g.db0 = w.d0;
-  g.uh = h.u;
-  g.uw = w.u;
-  g.cin_g = static_cast<int>(p.Cin_g);
-  g.cout_g = static_cast<int>(p.Cout_g);
-  g.kw = static_cast<int>(p.KW);
-  g.kk = static_cast<int>(p.KH * p.KW);
-  const int kstep = elem == 2 ? 16 : 8;
-  g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
+  fill_cells_geom(p, h, w, elem == 2 ? 16 : 8, g);
   g.np = static_cast<int>(np);
-  g.hc = static_cast<int>(hc);
   g.sc = static_cast<int>(sc);
   g.strips = static_cast<int>(strips);
   g.items = static_cast<int>(per_col * sc);

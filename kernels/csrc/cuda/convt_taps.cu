@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cells_axis.h"
+#include "cells_geom.h"
 #include "convt_taps.h"
 #include "smem_attr.h"
 
@@ -61,13 +61,8 @@ struct Pairs {
   static constexpr int kNext = kOn ? 2 : 8;     // pixels from a lane's n-tile 0 column to its n-tile 1 column
 };
 
-struct TapsGeom {
-  int hin, win, hout, wout;
-  int sh, sw, ch, cw;    // stride, and the cells' shift (cell a's first output row is sh a - ch)
-  int da0, db0, uh, uw;  // the least input offset a axis, and how many
-  int cin_g, cout_g, kw, kk, ksteps;
+struct TapsGeom : CellsGeom {
   int np;                // products a pixel, as the col2im orders them: Cout/g x sh x uh x sw x uw (taps and gaps)
-  int hc;                // cell rows an image
   int sc;                // cell columns a strip: kPx - uw + 1, fewer where the (phase, column) lanes outgrow a block
   int strips;            // strips an image
   int rseg = 0, iters = 0;  // cell rows a segment, and its iterations (set by the launch, which knows the occupancy)
@@ -77,10 +72,6 @@ struct TapsGeom {
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
 
-__device__ __forceinline__ int div_small(int a, unsigned magic) {
-  return static_cast<int>((unsigned(a) * magic) >> 16);
-}
-unsigned magic(int d) { return (65536u + unsigned(d) - 1) / unsigned(d); }
 
 // One iteration's B operands in flight: TF32 words, or half-type elements a register each (packed at use, so the
 // loads are not waited on where they are issued).
@@ -391,26 +382,8 @@ bool geometry(const ConvTParams& p, int elem, TapsGeom& g) {
   g.sc = std::min<int>(kPx - w.u + 1, kThreads / static_cast<int>(p.sh * p.sw));
   const int64_t strips = (wc + g.sc - 1) / g.sc;
   if (strips * hc >= lim) return false;
-  g.hin = static_cast<int>(p.Hin);
-  g.win = static_cast<int>(p.Win);
-  g.hout = static_cast<int>(p.Hout);
-  g.wout = static_cast<int>(p.Wout);
-  g.sh = static_cast<int>(p.sh);
-  g.sw = static_cast<int>(p.sw);
-  g.ch = h.c;
-  g.cw = w.c;
-  g.da0 = h.d0;
-  g.db0 = w.d0;
-  g.uh = h.u;
-  g.uw = w.u;
-  g.cin_g = static_cast<int>(p.Cin_g);
-  g.cout_g = static_cast<int>(p.Cout_g);
-  g.kw = static_cast<int>(p.KW);
-  g.kk = static_cast<int>(p.KH * p.KW);
-  const int kstep = elem == 2 ? 16 : 8;
-  g.ksteps = static_cast<int>((p.Cin_g + kstep - 1) / kstep);
+  fill_cells_geom(p, h, w, elem == 2 ? 16 : 8, g);
   g.np = static_cast<int>(np);
-  g.hc = static_cast<int>(hc);
   g.strips = static_cast<int>(strips);
   g.lanes = g.sh * g.sw * g.sc;
   g.lanes_per = kThreads / g.lanes;
