@@ -51,13 +51,11 @@ struct StackGeom : CellsGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
-  // Magic multipliers for the col2im's decode, once a thread: a / d == (a * magic(d)) >> 16 where a d < 2^16.
-  unsigned m_sc, m_sw, m_sh;
+  unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at width offset j, or n is padding: decoded on the host, not in every block.
   int wcol[3][kN];
 };
-
 
 // An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
 // they are: the finiteness test on the FP pipe leaves one add and a select, where mma_sync.cuh's tf32_bits spends an
@@ -100,8 +98,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   // A = the input, (pixel m) x (channel k): a0..a3 hold (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) for TF32, and
   // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... A load's
   // address is a 32-bit offset from an opaque base (Cin/g x H x W < 2^31, stack_supports), clamped into the image so
-  // every load is legal; those outside it (or past the group's channels) are predicated off to zero. Where the strip's
-  // row is inside the image, the k-steps the group's channels fill carry no predicate.
+  // every load is legal; those outside it (or past the group's channels) are predicated off to zero. One form for every
+  // row: a second, unpredicated copy of each k-step for rows inside the image doubled the loop's code, whose
+  // instruction fetch already stalls (v41a's profile).
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
   const int ix0 = b0 + g.db0 + 16 * warp + gq;
