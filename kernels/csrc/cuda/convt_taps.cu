@@ -72,7 +72,6 @@ struct TapsGeom : CellsGeom {
   int8_t th[kAxisMaxS * kAxisMaxU], tw[kAxisMaxS * kAxisMaxU];  // the tap of phase r at offset i, or -1
 };
 
-
 // One iteration's B operands in flight: TF32 words, or half-type elements a register each (packed at use, so the
 // loads are not waited on where they are issued).
 template <typename T>
