@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -33,16 +34,16 @@ namespace {
 #include "mma_sync.cuh"
 #include "wg_ptx.cuh"
 
-constexpr int kThreads = 128;  // one warpgroup
+constexpr int kWgThreads = 128;  // a warpgroup
 constexpr int kPx = 64;        // input columns a strip: wgmma's M
 constexpr int kN = 32;         // a pixel's products, padded: wgmma's N
 constexpr int kMaxCin = 64;    // input channels a group
 constexpr int kMaxU = 4;       // width offsets
-constexpr int kItems = 6;      // the col2im's outputs a thread a cell row
+constexpr int kItemCap = 768;  // the col2im's outputs a block a cell row, at most: 6 a thread of one warpgroup
 // Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (lanes' rows 2t apart,
 // pixels g) covers 32 banks.
 constexpr int kPitch = 68;
-constexpr int kBufBytes = 2 * kN * kPitch * 4;
+constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
 
 struct StackGeom : CellsGeom {
@@ -73,21 +74,26 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 // (unrolled by UH). KS: the k-steps a row, at compile time (the group's channels padded with zeros to 4 or 8 TF32
 // k-steps, 2 or 4 half ones), so a cell row's wgmma sequence has no branch: ptxas puts a warpgroup.arrive wherever
 // control flow enters one.
-template <typename T, int UH, int KS>
-__global__ void __launch_bounds__(kThreads, 3)
+template <typename T, int UH, int KS, int WG>
+__global__ void __launch_bounds__(kWgThreads * WG, WG == 1 ? 3 : WG == 2 ? 2 : 1)
     convt_stack_kernel(const ConvTParams p, const StackGeom g, const T* __restrict__ x, const T* __restrict__ w,
                        const T* __restrict__ bias, T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
-  constexpr int kKS = KS;
+  constexpr int kKS = KS;                   // k-steps a warpgroup: warpgroup v takes k-steps v KS .. v KS + KS - 1
+  constexpr int kThreads = kWgThreads * WG;
+  constexpr int kItems = (kItemCap + kThreads - 1) / kThreads;
   constexpr int kLd = kHalf ? 8 : 4;        // loads a k-step a thread
   using Op = typename wg::OpFor<T>::type;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(128) uint8_t smem[];
-  float* buf = reinterpret_cast<float*>(smem);  // [2][product][kPitch]
-  uint8_t* wsm = smem + kBufBytes;              // [k-step][offset]: kBlockBytes each
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, img = blockIdx.y, grp = blockIdx.z;
+  float* buf = reinterpret_cast<float*>(smem);        // [warpgroup][2][product][kPitch]
+  uint8_t* wsm = smem + WG * kBufFloats * 4;          // [k-step][offset]: kBlockBytes each
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
+  // The warpgroup, read from lane 0 so the compiler knows it is warp-uniform (the descriptors are uniform registers).
+  const int wgi = WG == 1 ? 0 : __shfl_sync(0xffffffffu, tid / kWgThreads, 0);
+  const int ks0 = wgi * kKS;  // the warpgroup's first k-step
   const int gq = lane >> 2, t = lane & 3;
 
   const int seg = blockIdx.x / g.strips, strip = blockIdx.x - seg * g.strips;
@@ -107,7 +113,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
   // Load l of a k-step: TF32 channel t + 4 (l / 2) at pixel l % 2; half channel 2t + (l & 1) + 8 (l / 4) at pixel
   // (l / 2) % 2.
-  auto chan = [&](int ks, int l) { return kHalf ? ks * 16 + 2 * t + (l & 1) + 8 * (l >> 2) : ks * 8 + t + 4 * (l >> 1); };
+  auto chan = [&](int ks, int l) {
+    return kHalf ? (ks0 + ks) * 16 + 2 * t + (l & 1) + 8 * (l >> 2) : (ks0 + ks) * 8 + t + 4 * (l >> 1);
+  };
   auto pxi = [&](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
   uint32_t set[UH][kKS][4];  // a row's A fragments: TF32 words, or packed half pairs
   uint32_t raw[kHalf ? kKS : 1][kLd];  // half types: a row's loads in flight, a 16-bit element a register
@@ -121,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     const bool ok[2] = {row_in && px_in[0], row_in && px_in[1]};
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      if (ks < g.ksteps) {
+      if (ks0 + ks < g.ksteps) {
 #pragma unroll
         for (int l = 0; l < kLd; ++l) {
           const int k = chan(ks, l);
@@ -167,11 +175,12 @@ __global__ void __launch_bounds__(kThreads, 3)
   // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
   // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
   // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)], or zero where phase r has no tap at offset i,
-  // q none at j, or n is padding. A thread stages product n = tid % 32 of the blocks tid / 32, +4, ...: all its loads
-  // in flight at once (one trip to L2 a block).
+  // q none at j, or n is padding. A thread stages product n = tid % 32 of the blocks tid / 32, + warps, ...: all its
+  // loads in flight at once (one trip to L2 a block). Every warpgroup's k-steps, by every thread.
   {
-    constexpr int kPer = (kKS * UH + 3) / 4;  // blocks a thread, at most
-    const int n = tid & 31, sel = tid >> 5, nblk = kKS * UH;
+    constexpr int kWarps = kThreads / 32;
+    constexpr int kPer = (WG * kKS * UH + kWarps - 1) / kWarps;  // blocks a thread, at most
+    const int n = tid & 31, sel = tid >> 5, nblk = WG * kKS * UH;
     int col[UH];
 #pragma unroll
     for (int i = 0; i < UH; ++i) col[i] = g.wcol[i][n];
@@ -180,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     uint32_t v[kPer][kK];
 #pragma unroll
     for (int u = 0; u < kPer; ++u) {
-      const int blk = sel + 4 * u, ks = blk / UH, i = blk - ks * UH;
+      const int blk = sel + kWarps * u, ks = blk / UH, i = blk - ks * UH;
       int c = -1;
 #pragma unroll
       for (int ii = 0; ii < UH; ++ii)
@@ -193,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     }
 #pragma unroll
     for (int u = 0; u < kPer; ++u) {
-      const int blk = sel + 4 * u;
+      const int blk = sel + kWarps * u;
       if (blk < nblk) {
         uint8_t* base = wsm + blk * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16;
 #pragma unroll
@@ -212,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     }
   }
 
-  // The col2im's outputs: item e = tid + 128 k is (output channel co, height phase r, width phase q, cell column bl),
+  // The col2im's outputs: item e = tid + threads k is (output channel co, height phase r, width phase q, cell column bl),
   // bl fastest so a warp's reads of a product row are consecutive pixels. sb: its first product's buffer offset, r in
   // bits 16 and up, or -1 where it is past the items or its column is outside the image; go: co's plane and its
   // column.
@@ -230,6 +239,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     it_b[k] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
   }
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * (int64_t(g.hout) * g.wout);
+  // Each output sums its uw products in every warpgroup's buffer, warpgroup 0 first.
   auto col2im = [&](int c) {
     const float* bc = buf + (c & 1) * (kN * kPitch);
     const int oyb = (a0 + c) * g.sh - g.ch;
@@ -241,8 +251,10 @@ __global__ void __launch_bounds__(kThreads, 3)
         const float* pr = bc + (sb & 0xffff);
         float sum = it_b[k];
 #pragma unroll
-        for (int j = 0; j < kMaxU; ++j)
-          if (j < g.uw) sum += pr[j * (kPitch + 1)];
+        for (int v = 0; v < WG; ++v)
+#pragma unroll
+          for (int j = 0; j < kMaxU; ++j)
+            if (j < g.uw) sum += pr[v * kBufFloats + j * (kPitch + 1)];
         yb[it_go[k] + oy * g.wout] = static_cast<T>(sum);
       }
     }
@@ -255,12 +267,12 @@ __global__ void __launch_bounds__(kThreads, 3)
     for (int s = 0; s + 1 < UH; ++s) finish(set[s]);
   }
 
-  const uint32_t wlo = desc_lo(smem_addr(wsm), 512);
+  const uint32_t wlo = desc_lo(smem_addr(wsm + ks0 * UH * kBlockBytes), 512);
   float acc[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) acc[e] = 0.f;
   // Accumulator d[4 nt + e]: pixel 16 w + g (+ 8 for e >= 2), product 8 nt + 2t + (e & 1).
-  float* srow = buf + (2 * t) * kPitch + 16 * warp + gq;
+  float* srow = buf + wgi * kBufFloats + (2 * t) * kPitch + 16 * warp + gq;
   for (int c0 = 0; c0 < ncell; c0 += UH) {
 #pragma unroll
     for (int ph = 0; ph < UH; ++ph) {
@@ -312,7 +324,7 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
-  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
+  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItemCap / per_col);
   if (sc < 1) return false;
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   const int64_t strips = (wc + sc - 1) / sc;
@@ -342,30 +354,51 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
                   at::Tensor& out, cudaStream_t stream) {
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
-  constexpr int kHalfKS = sizeof(T) == 2 ? 2 : 4;  // the shorter k-step count
-  auto go = [&](auto kernel, int ks) {
-    const int bytes = kBufBytes + ks * g.uh * kBlockBytes;
+  constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
+  auto go = [&](auto kernel, int wgs, int ks) {
+    const int threads = kWgThreads * wgs, bytes = wgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
-    const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
+    static const double fill = [] {
+      const char* e = std::getenv("CONVT_STACK_FILL");
+      return e ? std::atof(e) : 1.0;
+    }();
+    const int64_t resident = std::max<int64_t>(
+        1, int64_t(fill * sm_count(dev) * std::max(1, blocks_per_sm(kernel, threads, bytes, dev))));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
-    kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
-                                              out.mutable_data_ptr<T>());
+    kernel<<<grid, threads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
+                                             out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  const bool short_k = g.ksteps <= kHalfKS;
-  if (g.uh == 2) {
-    if (short_k) go(convt_stack_kernel<T, 2, kHalfKS>, kHalfKS);
-    else go(convt_stack_kernel<T, 2, 2 * kHalfKS>, 2 * kHalfKS);
+  static const int wgs = [] {
+    const char* e = std::getenv("CONVT_STACK_WG");
+    const int v = e ? std::atoi(e) : 1;
+    return v == 2 || v == 4 ? v : 1;
+  }();
+  const bool short_k = g.ksteps <= kFullKS / 2;
+  auto pick = [&](auto wg_tag) {
+    constexpr int kW = decltype(wg_tag)::value;
+    constexpr int kS = std::max(1, kFullKS / (2 * kW)), kL = std::max(1, kFullKS / kW);
+    if (g.uh == 2) {
+      if (short_k) go(convt_stack_kernel<T, 2, kS, kW>, kW, kS);
+      else go(convt_stack_kernel<T, 2, kL, kW>, kW, kL);
+    } else {
+      if (short_k) go(convt_stack_kernel<T, 3, kS, kW>, kW, kS);
+      else go(convt_stack_kernel<T, 3, kL, kW>, kW, kL);
+    }
+  };
+  if (wgs == 2) pick(std::integral_constant<int, 2>{});
+  else if constexpr (sizeof(T) == 4) {
+    if (wgs == 4) pick(std::integral_constant<int, 4>{});
+    else pick(std::integral_constant<int, 1>{});
   } else {
-    if (short_k) go(convt_stack_kernel<T, 3, kHalfKS>, kHalfKS);
-    else go(convt_stack_kernel<T, 3, 2 * kHalfKS>, 2 * kHalfKS);
+    pick(std::integral_constant<int, 1>{});
   }
 }
 
