@@ -18,7 +18,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -31,15 +30,17 @@
 namespace convt {
 namespace {
 
+#include "cp_async.cuh"
 #include "mma_sync.cuh"
 #include "wg_ptx.cuh"
 
-constexpr int kWgThreads = 128;  // a warpgroup
+constexpr int kWgs = 2;       // warpgroups a block: warpgroup v takes the k-steps v KS .. v KS + KS - 1 of every row
+constexpr int kThreads = 128 * kWgs;
 constexpr int kPx = 64;        // input columns a strip: wgmma's M
 constexpr int kN = 32;         // a pixel's products, padded: wgmma's N
 constexpr int kMaxCin = 64;    // input channels a group
 constexpr int kMaxU = 4;       // width offsets
-constexpr int kItemCap = 768;  // the col2im's outputs a block a cell row, at most: 6 a thread of one warpgroup
+constexpr int kItems = 3;      // the col2im's outputs a thread a cell row
 // Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (lanes' rows 2t apart,
 // pixels g) covers 32 banks.
 constexpr int kPitch = 68;
@@ -54,13 +55,12 @@ struct StackGeom : CellsGeom {
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
-  // at offset i, q none at width offset j, or n is padding: decoded on the host, not in every block.
+  // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
   int wcol[3][kN];
 };
 
 // An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
-// they are: the finiteness test on the FP pipe leaves one add and a select, where mma_sync.cuh's tf32_bits spends an
-// integer mask and compare on it too.
+// they are: the finiteness test on the FP pipe leaves one compare and a predicated add.
 __device__ __forceinline__ uint32_t tf32_finite(uint32_t v) {
   return fabsf(__uint_as_float(v)) < __uint_as_float(0x7f800000u) ? v + 0x1000u : v;
 }
@@ -71,28 +71,27 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 #endif
 
 // UH: the height offsets, uh, at compile time (2 or 3), so each input row's register set has a fixed name in the loop
-// (unrolled by UH). KS: the k-steps a row, at compile time (the group's channels padded with zeros to 4 or 8 TF32
-// k-steps, 2 or 4 half ones), so a cell row's wgmma sequence has no branch: ptxas puts a warpgroup.arrive wherever
-// control flow enters one.
-template <typename T, int UH, int KS, int WG>
-__global__ void __launch_bounds__(kWgThreads * WG, WG == 1 ? 3 : WG == 2 ? 2 : 1)
+// (unrolled by UH). KS: a warpgroup's k-steps a row, at compile time (the group's channels padded with zeros to
+// 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
+// warpgroup.arrive wherever control flow enters one.
+template <typename T, int UH, int KS>
+__global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const ConvTParams p, const StackGeom g, const T* __restrict__ x, const T* __restrict__ w,
                        const T* __restrict__ bias, T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
-  constexpr int kKS = KS;                   // k-steps a warpgroup: warpgroup v takes k-steps v KS .. v KS + KS - 1
-  constexpr int kThreads = kWgThreads * WG;
-  constexpr int kItems = (kItemCap + kThreads - 1) / kThreads;
+  constexpr int kKS = KS;
   constexpr int kLd = kHalf ? 8 : 4;        // loads a k-step a thread
+  constexpr int kCh = kLd / 2;              // channels a k-step a thread, at two pixels each
   using Op = typename wg::OpFor<T>::type;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   extern __shared__ __align__(128) uint8_t smem[];
-  float* buf = reinterpret_cast<float*>(smem);        // [warpgroup][2][product][kPitch]
-  uint8_t* wsm = smem + WG * kBufFloats * 4;          // [k-step][offset]: kBlockBytes each
+  float* buf = reinterpret_cast<float*>(smem);          // [warpgroup][2][product][kPitch]
+  uint8_t* wsm = smem + kWgs * kBufFloats * 4;          // [k-step][offset]: kBlockBytes each
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
-  // The warpgroup, read from lane 0 so the compiler knows it is warp-uniform (the descriptors are uniform registers).
-  const int wgi = WG == 1 ? 0 : __shfl_sync(0xffffffffu, tid / kWgThreads, 0);
+  // The warpgroup, from lane 0 so the compiler knows it is warp-uniform (the descriptors live in uniform registers).
+  const int wgi = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int ks0 = wgi * kKS;  // the warpgroup's first k-step
   const int gq = lane >> 2, t = lane & 3;
 
@@ -102,39 +101,43 @@ __global__ void __launch_bounds__(kWgThreads * WG, WG == 1 ? 3 : WG == 2 ? 2 : 1
   const int nrows = ncell + UH - 1;  // input rows the segment's cells read
 
   // A = the input, (pixel m) x (channel k): a0..a3 hold (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) for TF32, and
-  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... A load's
-  // address is a 32-bit offset from an opaque base (Cin/g x H x W < 2^31, stack_supports), clamped into the image so
-  // every load is legal; those outside it (or past the group's channels) are predicated off to zero. One form for every
-  // row: a second, unpredicated copy of each k-step for rows inside the image doubled the loop's code, whose
-  // instruction fetch already stalls (v41a's profile).
+  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... Load l
+  // reads channel slot ch(l) at pixel px(l). A load's address is a 32-bit offset from a row's pointer: the channel's
+  // plane offset, fixed for the block (or -1 past the group's channels), on a row pointer clamped into the image once
+  // a row, so every load is legal; those outside the image or the channels are predicated off to zero.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
   const int ix0 = b0 + g.db0 + 16 * warp + gq;
   const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
-  // Load l of a k-step: TF32 channel t + 4 (l / 2) at pixel l % 2; half channel 2t + (l & 1) + 8 (l / 4) at pixel
-  // (l / 2) % 2.
-  auto chan = [&](int ks, int l) {
-    return kHalf ? (ks0 + ks) * 16 + 2 * t + (l & 1) + 8 * (l >> 2) : (ks0 + ks) * 8 + t + 4 * (l >> 1);
-  };
-  auto pxi = [&](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
+  const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+  auto ch = [](int l) { return kHalf ? (l & 1) + 2 * (l >> 2) : l >> 1; };
+  auto px = [](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
+  int coff[kKS][kCh];
+#pragma unroll
+  for (int ks = 0; ks < kKS; ++ks)
+#pragma unroll
+    for (int c = 0; c < kCh; ++c) {
+      const int k = kHalf ? (ks0 + ks) * 16 + 2 * t + (c & 1) + 8 * (c >> 1) : (ks0 + ks) * 8 + t + 4 * c;
+      coff[ks][c] = k < g.cin_g ? int(unsigned(k) * hw) : -1;
+    }
   uint32_t set[UH][kKS][4];  // a row's A fragments: TF32 words, or packed half pairs
   uint32_t raw[kHalf ? kKS : 1][kLd];  // half types: a row's loads in flight, a 16-bit element a register
   // Issues row R's loads into `dst` (TF32: the set itself; half: raw).
   auto issue = [&](int R, uint32_t (&dst)[kKS][kLd]) {
     const int iy = a0 + g.da0 + R;
     const bool row_in = R < nrows && iy >= 0 && iy < g.hin;
-    const unsigned rowoff = unsigned(min(max(iy, 0), g.hin - 1)) * g.win;
-    const unsigned pix[2] = {rowoff + unsigned(min(max(ix0, 0), g.win - 1)),
-                             rowoff + unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+    const unsigned rowoff = unsigned(min(max(iy, 0), g.hin - 1)) * unsigned(g.win);
+    // Materialized once a row, so each load adds its channel's offset to it (one IMAD.WIDE) rather than a 64-bit sum
+    // of all three.
+    const Bits* rp[2] = {opaque(src + (rowoff + pxc[0])), opaque(src + (rowoff + pxc[1]))};
     const bool ok[2] = {row_in && px_in[0], row_in && px_in[1]};
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
       if (ks0 + ks < g.ksteps) {
 #pragma unroll
         for (int l = 0; l < kLd; ++l) {
-          const int k = chan(ks, l);
-          const unsigned off = unsigned(min(k, g.cin_g - 1)) * hw + pix[pxi(l)];
-          dst[ks][l] = ok[pxi(l)] && k < g.cin_g ? uint32_t(__ldg(src + off)) : 0u;
+          const int o = coff[ks][ch(l)];
+          dst[ks][l] = ok[px(l)] && o >= 0 ? uint32_t(__ldg(rp[px(l)] + unsigned(o))) : 0u;
         }
       } else {
 #pragma unroll
@@ -172,61 +175,33 @@ __global__ void __launch_bounds__(kWgThreads * WG, WG == 1 ? 3 : WG == 2 ? 2 : 1
     }
   }
 
-  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
-  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
-  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)], or zero where phase r has no tap at offset i,
-  // q none at j, or n is padding. A thread stages product n = tid % 32 of the blocks tid / 32, + warps, ...: all its
-  // loads in flight at once (one trip to L2 a block). Every warpgroup's k-steps, by every thread.
+  // The group's weights as they are, [channel k][column], copied into the product buffers (unused until the first
+  // cell row's products): 16-byte cp.async where the group's weights are 16-byte aligned, so a block reads them
+  // coalesced, in one trip to L2, while it decodes its outputs. Each thread then gathers its rows of B from there.
+  constexpr int kBlocks = kWgs * kKS * UH;
+  const int ncol = g.kk * g.cout_g, nw = g.cin_g * ncol;  // nw <= 64 x 3 x 32 (geometry): fits the buffers
+  const Bits* raw_w = reinterpret_cast<const Bits*>(smem);
   {
-    constexpr int kWarps = kThreads / 32;
-    constexpr int kPer = (WG * kKS * UH + kWarps - 1) / kWarps;  // blocks a thread, at most
-    const int n = tid & 31, sel = tid >> 5, nblk = WG * kKS * UH;
-    int col[UH];
-#pragma unroll
-    for (int i = 0; i < UH; ++i) col[i] = g.wcol[i][n];
-    const int ncol = g.kk * g.cout_g;
-    const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
-    uint32_t v[kPer][kK];
-#pragma unroll
-    for (int u = 0; u < kPer; ++u) {
-      const int blk = sel + kWarps * u, ks = blk / UH, i = blk - ks * UH;
-      int c = -1;
-#pragma unroll
-      for (int ii = 0; ii < UH; ++ii)
-        if (ii == i) c = col[ii];
-#pragma unroll
-      for (int kk = 0; kk < kK; ++kk) {
-        const int k = ks * kK + kk;
-        v[u][kk] = blk < nblk && c >= 0 && k < g.cin_g ? uint32_t(wq[unsigned(k) * unsigned(ncol) + unsigned(c)]) : 0u;
-      }
+    const T* src_w = w + int64_t(grp) * nw;
+    const int bytes = nw * int(sizeof(T));
+    if ((reinterpret_cast<uintptr_t>(src_w) & 15) == 0) {
+      const uint8_t* s8 = reinterpret_cast<const uint8_t*>(src_w);
+      const uint32_t d0 = smem_addr(smem);
+      for (int o = tid * 16; o < bytes; o += kThreads * 16) cp_async16_n(d0 + o, s8 + o, min(16, bytes - o));
+    } else {
+      const Bits* sb = reinterpret_cast<const Bits*>(src_w);
+      Bits* d = reinterpret_cast<Bits*>(smem);
+      for (int e = tid; e < nw; e += kThreads) d[e] = __ldg(sb + e);
     }
-#pragma unroll
-    for (int u = 0; u < kPer; ++u) {
-      const int blk = sel + kWarps * u;
-      if (blk < nblk) {
-        uint8_t* base = wsm + blk * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint4 q4;
-          if constexpr (kHalf) {
-            const uint32_t* e = v[u] + 8 * h;
-            q4 = make_uint4(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
-          } else {
-            const uint32_t* e = v[u] + 4 * h;
-            q4 = make_uint4(tf32_bits(e[0]), tf32_bits(e[1]), tf32_bits(e[2]), tf32_bits(e[3]));
-          }
-          *reinterpret_cast<uint4*>(base + h * 512) = q4;
-        }
-      }
-    }
+    cp_async_commit();
   }
 
-  // The col2im's outputs: item e = tid + threads k is (output channel co, height phase r, width phase q, cell column bl),
-  // bl fastest so a warp's reads of a product row are consecutive pixels. sb: its first product's buffer offset, r in
-  // bits 16 and up, or -1 where it is past the items or its column is outside the image; go: co's plane and its
-  // column.
-  int it_sb[kItems], it_go[kItems];
-  float it_b[kItems];
+  // The col2im's outputs, decoded once into shared memory: a 16-byte entry a thread and item, read back with one
+  // LDS.128 a cell row (held in registers, ptxas rebuilt them every cell row). Item e = tid + threads k is (output
+  // channel co, height phase r, width phase q, cell column bl), bl fastest so a warp's reads of a product row are
+  // consecutive pixels. x: its first product's buffer offset, r in bits 16 and up, or -1 where it is past the items
+  // or its column is outside the image; y: co's plane and its column; z: co's bias, as bits.
+  int4* items = reinterpret_cast<int4*>(wsm + kBlocks * kBlockBytes);
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int e = tid + kThreads * k;
@@ -234,31 +209,63 @@ __global__ void __launch_bounds__(kWgThreads * WG, WG == 1 ? 3 : WG == 2 ? 2 : 1
     const int co = div_small(cr, g.m_sh), r = cr - co * g.sh;
     const int ox = (b0 + bl) * g.sw - g.cw + q;
     const bool ok = e < g.items && ox >= 0 && ox < g.wout;
-    it_sb[k] = ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1;
-    it_go[k] = ok ? co * g.hout * g.wout + ox : 0;
-    it_b[k] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
+    const float b = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
+    items[e] = make_int4(ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1, ok ? co * g.hout * g.wout + ox : 0,
+                         __float_as_int(b), 0);
   }
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * (int64_t(g.hout) * g.wout);
-  // Each output sums its uw products in every warpgroup's buffer, warpgroup 0 first.
+  // Each output sums its uw products in both warpgroups' buffers, warpgroup 0's first.
   auto col2im = [&](int c) {
     const float* bc = buf + (c & 1) * (kN * kPitch);
     const int oyb = (a0 + c) * g.sh - g.ch;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const int sb = it_sb[k];
-      const int oy = oyb + (sb >> 16);
-      if (sb >= 0 && oy >= 0 && oy < g.hout) {
-        const float* pr = bc + (sb & 0xffff);
-        float sum = it_b[k];
+      const int4 it = items[tid + kThreads * k];
+      const int oy = oyb + (it.x >> 16);
+      if (it.x >= 0 && oy >= 0 && oy < g.hout) {
+        const float* pr = bc + (it.x & 0xffff);
+        float sum = __int_as_float(it.z);
 #pragma unroll
-        for (int v = 0; v < WG; ++v)
+        for (int v = 0; v < kWgs; ++v)
 #pragma unroll
           for (int j = 0; j < kMaxU; ++j)
             if (j < g.uw) sum += pr[v * kBufFloats + j * (kPitch + 1)];
-        yb[it_go[k] + oy * g.wout] = static_cast<T>(sum);
+        yb[it.y + oy * g.wout] = static_cast<T>(sum);
       }
     }
   };
+
+  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
+  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
+  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
+  // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
+  // (k-step, half) v, v + 8, ... of every offset.
+  cp_async_wait<0>();
+  __syncthreads();  // the raw weights
+  {
+    constexpr int kRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
+    constexpr int kPer = (kRows + 7) / 8;   // a warp's rows (8 warps), the last maybe past kRows
+    constexpr int kE = kK / 2;             // channels a row
+    const int n = lane, v = tid >> 5;
+#pragma unroll
+    for (int i = 0; i < UH; ++i) {
+      const int c = g.wcol[i][n];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int row = v + 8 * u, ks = row >> 1, k0 = row * kE;
+        if (kRows % 8 != 0 && row >= kRows) continue;
+        uint32_t q[kE];
+#pragma unroll
+        for (int kk = 0; kk < kE; ++kk)
+          q[kk] = c >= 0 && k0 + kk < g.cin_g ? uint32_t(raw_w[(k0 + kk) * ncol + c]) : 0u;
+        uint4 q4;
+        if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
+        else q4 = make_uint4(tf32_bits(q[0]), tf32_bits(q[1]), tf32_bits(q[2]), tf32_bits(q[3]));
+        *reinterpret_cast<uint4*>(wsm + (ks * UH + i) * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16 + (row & 1) * 512) =
+            q4;
+      }
+    }
+  }
 
   fence_async_smem();
   __syncthreads();  // the weights
@@ -320,11 +327,14 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];
   if (h.u < 2 || h.u > 3 || w.u > kMaxU) return false;
   const int64_t np = p.Cout_g * p.sh * p.sw * w.u;
-  if (np > kN) return false;
+  // A group's raw weights are staged in the product buffers: each tap has one (phase, offset) a axis, so its columns
+  // are at most uh x 32 (the check says so rather than assume it).
+  if (np > kN || p.Cout_g * p.KH * p.KW > 3 * kN) return false;
+  static_assert(kMaxCin * 3 * kN * 4 <= kWgs * kBufFloats * 4, "the raw weights fit the product buffers");
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
-  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItemCap / per_col);
+  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
   if (sc < 1) return false;
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   const int64_t strips = (wc + sc - 1) / sc;
@@ -355,50 +365,31 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
-  auto go = [&](auto kernel, int wgs, int ks) {
-    const int threads = kWgThreads * wgs, bytes = wgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes);
+  auto go = [&](auto kernel, int ks) {
+    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) + kItems * kThreads * 16;
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
-    static const double fill = [] {
-      const char* e = std::getenv("CONVT_STACK_FILL");
-      return e ? std::atof(e) : 1.0;
-    }();
-    const int64_t resident = std::max<int64_t>(
-        1, int64_t(fill * sm_count(dev) * std::max(1, blocks_per_sm(kernel, threads, bytes, dev))));
+    const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
-    kernel<<<grid, threads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
-                                             out.mutable_data_ptr<T>());
+    kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
+                                              out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  static const int wgs = [] {
-    const char* e = std::getenv("CONVT_STACK_WG");
-    const int v = e ? std::atoi(e) : 1;
-    return v == 2 || v == 4 ? v : 1;
-  }();
-  const bool short_k = g.ksteps <= kFullKS / 2;
-  auto pick = [&](auto wg_tag) {
-    constexpr int kW = decltype(wg_tag)::value;
-    constexpr int kS = std::max(1, kFullKS / (2 * kW)), kL = std::max(1, kFullKS / kW);
-    if (g.uh == 2) {
-      if (short_k) go(convt_stack_kernel<T, 2, kS, kW>, kW, kS);
-      else go(convt_stack_kernel<T, 2, kL, kW>, kW, kL);
-    } else {
-      if (short_k) go(convt_stack_kernel<T, 3, kS, kW>, kW, kS);
-      else go(convt_stack_kernel<T, 3, kL, kW>, kW, kL);
-    }
-  };
-  if (wgs == 2) pick(std::integral_constant<int, 2>{});
-  else if constexpr (sizeof(T) == 4) {
-    if (wgs == 4) pick(std::integral_constant<int, 4>{});
-    else pick(std::integral_constant<int, 1>{});
+  // A warpgroup's k-steps: half of the group's channels, padded to a quarter or a half of 64.
+  constexpr int kS = kFullKS / 4, kL = kFullKS / 2;
+  const bool short_k = g.ksteps <= 2 * kS;
+  if (g.uh == 2) {
+    if (short_k) go(convt_stack_kernel<T, 2, kS>, kS);
+    else go(convt_stack_kernel<T, 2, kL>, kL);
   } else {
-    pick(std::integral_constant<int, 1>{});
+    if (short_k) go(convt_stack_kernel<T, 3, kS>, kS);
+    else go(convt_stack_kernel<T, 3, kL>, kL);
   }
 }
 
