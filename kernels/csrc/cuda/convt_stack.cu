@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -30,7 +31,6 @@
 namespace convt {
 namespace {
 
-#include "cp_async.cuh"
 #include "mma_sync.cuh"
 #include "wg_ptx.cuh"
 
@@ -53,6 +53,7 @@ struct StackGeom : CellsGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
+  int pf = 0;            // input rows an L2 prefetch runs ahead of the rows' loads (0: none)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
@@ -163,6 +164,48 @@ __global__ void __launch_bounds__(kThreads, 2)
     else issue(R, s);
   };
 
+  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
+  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
+  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
+  // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
+  // (k-step, half) v, v + 8, ... of every offset. Its loads go out first, all at once, ahead of the input rows' (which
+  // are needed later and mostly come from DRAM), and are stored once the rows' loads are out.
+  constexpr int kBlocks = kWgs * kKS * UH;
+  constexpr int kWRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
+  constexpr int kWPer = (kWRows + 7) / 8;  // a warp's rows (8 warps), the last maybe past kWRows
+  constexpr int kE = kK / 2;              // channels a row
+  uint32_t wv[UH][kWPer][kE];
+  {
+    const int n = lane, v = tid >> 5, ncol = g.kk * g.cout_g;
+    const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
+#pragma unroll
+    for (int i = 0; i < UH; ++i) {
+      const int c = g.wcol[i][n];
+#pragma unroll
+      for (int u = 0; u < kWPer; ++u) {
+        const int k0 = (v + 8 * u) * kE;
+#pragma unroll
+        for (int kk = 0; kk < kE; ++kk) {
+          const int k = k0 + kk;
+          wv[i][u][kk] =
+              c >= 0 && k < g.cin_g && v + 8 * u < kWRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
+        }
+      }
+    }
+  }
+
+  // Input row R's strip, channel tid's run of it, into L2 ahead of its loads: the blocks walk their rows in step, so
+  // loads issued only a cell row ahead come from DRAM in bursts of a row a block.
+  auto prefetch_row = [&](int R) {
+    const int iy = a0 + g.da0 + R;
+    if (tid < g.cin_g && R < nrows && iy >= 0 && iy < g.hin) {
+      const int xa = max(b0 + g.db0, 0), xb = min(b0 + g.db0 + kPx, g.win);
+      const uintptr_t base = reinterpret_cast<uintptr_t>(src + (unsigned(tid) * hw + unsigned(iy) * unsigned(g.win)));
+      const uintptr_t s0 = (base + xa * sizeof(Bits)) & ~uintptr_t(15), s1 = (base + xb * sizeof(Bits)) & ~uintptr_t(15);
+      if (s1 > s0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(s0), "r"(uint32_t(s1 - s0)) : "memory");
+    }
+  };
+
   // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
   issue_into(0, set[0]);
 #pragma unroll
@@ -174,27 +217,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       issue_into(s + 1, set[s + 1]);
     }
   }
-
-  // The group's weights as they are, [channel k][column], copied into the product buffers (unused until the first
-  // cell row's products): 16-byte cp.async where the group's weights are 16-byte aligned, so a block reads them
-  // coalesced, in one trip to L2, while it decodes its outputs. Each thread then gathers its rows of B from there.
-  constexpr int kBlocks = kWgs * kKS * UH;
-  const int ncol = g.kk * g.cout_g, nw = g.cin_g * ncol;  // nw <= 64 x 3 x 32 (geometry): fits the buffers
-  const Bits* raw_w = reinterpret_cast<const Bits*>(smem);
-  {
-    const T* src_w = w + int64_t(grp) * nw;
-    const int bytes = nw * int(sizeof(T));
-    if ((reinterpret_cast<uintptr_t>(src_w) & 15) == 0) {
-      const uint8_t* s8 = reinterpret_cast<const uint8_t*>(src_w);
-      const uint32_t d0 = smem_addr(smem);
-      for (int o = tid * 16; o < bytes; o += kThreads * 16) cp_async16_n(d0 + o, s8 + o, min(16, bytes - o));
-    } else {
-      const Bits* sb = reinterpret_cast<const Bits*>(src_w);
-      Bits* d = reinterpret_cast<Bits*>(smem);
-      for (int e = tid; e < nw; e += kThreads) d[e] = __ldg(sb + e);
-    }
-    cp_async_commit();
-  }
+  for (int d = 0; d < g.pf; ++d) prefetch_row(UH + d);
 
   // The col2im's outputs, decoded once into shared memory: a 16-byte entry a thread and item, read back with one
   // LDS.128 a cell row (held in registers, ptxas rebuilt them every cell row). Item e = tid + threads k is (output
@@ -235,36 +258,21 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
 
-  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
-  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
-  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
-  // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
-  // (k-step, half) v, v + 8, ... of every offset.
-  cp_async_wait<0>();
-  __syncthreads();  // the raw weights
   {
-    constexpr int kRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
-    constexpr int kPer = (kRows + 7) / 8;   // a warp's rows (8 warps), the last maybe past kRows
-    constexpr int kE = kK / 2;             // channels a row
     const int n = lane, v = tid >> 5;
 #pragma unroll
-    for (int i = 0; i < UH; ++i) {
-      const int c = g.wcol[i][n];
+    for (int i = 0; i < UH; ++i)
 #pragma unroll
-      for (int u = 0; u < kPer; ++u) {
-        const int row = v + 8 * u, ks = row >> 1, k0 = row * kE;
-        if (kRows % 8 != 0 && row >= kRows) continue;
-        uint32_t q[kE];
-#pragma unroll
-        for (int kk = 0; kk < kE; ++kk)
-          q[kk] = c >= 0 && k0 + kk < g.cin_g ? uint32_t(raw_w[(k0 + kk) * ncol + c]) : 0u;
+      for (int u = 0; u < kWPer; ++u) {
+        const int row = v + 8 * u, ks = row >> 1;
+        if (kWRows % 8 != 0 && row >= kWRows) continue;
+        const uint32_t* q = wv[i][u];
         uint4 q4;
         if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
         else q4 = make_uint4(tf32_bits(q[0]), tf32_bits(q[1]), tf32_bits(q[2]), tf32_bits(q[3]));
         *reinterpret_cast<uint4*>(wsm + (ks * UH + i) * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16 + (row & 1) * 512) =
             q4;
       }
-    }
   }
 
   fence_async_smem();
@@ -301,6 +309,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         wgmma_commit();
         wgmma_wait<1>();
         if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time by the first group
+        if (g.pf > 0) prefetch_row(c + UH + g.pf);
         if (c > 0) col2im(c - 1);
         wgmma_wait<0>();
         fence_regs(acc);
@@ -327,10 +336,7 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const AxisCells &h = ah[nh - 1], &w = aw[nw - 1];
   if (h.u < 2 || h.u > 3 || w.u > kMaxU) return false;
   const int64_t np = p.Cout_g * p.sh * p.sw * w.u;
-  // A group's raw weights are staged in the product buffers: each tap has one (phase, offset) a axis, so its columns
-  // are at most uh x 32 (the check says so rather than assume it).
-  if (np > kN || p.Cout_g * p.KH * p.KW > 3 * kN) return false;
-  static_assert(kMaxCin * 3 * kN * 4 <= kWgs * kBufFloats * 4, "the raw weights fit the product buffers");
+  if (np > kN) return false;
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
@@ -375,6 +381,11 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
+    static const int pf = [] {
+      const char* e = std::getenv("CONVT_STACK_PF");
+      return e ? std::atoi(e) : 0;
+    }();
+    g.pf = pf;
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
     kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
