@@ -1,16 +1,18 @@
-// The stack path (see convt_stack.h). A block is one warpgroup; it owns a strip of 64 input columns of one image and
+// The stack path (see convt_stack.h). A block is two warpgroups; it owns a strip of 64 input columns of one image and
 // group and walks a segment of its cell rows (cells_axis.h: the sh x sw outputs one input position starts, shifted so
 // their taps read the fewest offsets), one cell row an iteration:
 //   - products: wgmma m64n32, A = the strip's 64 pixels (warp w's 16 from registers, loaded straight from the NCHW
 //     input in mma's A layout: a register's 8 pixels x 4 channels are four whole 32-byte sectors), B = the weights
-//     (product n) x (height offset i, input channel k), K-major in shared memory, staged once a block. An input row's
-//     fragments are loaded and rounded once and kept in registers (a set a row, uh sets) for the uh cell rows that
-//     read it, so the tensor cores sum the height taps;
-//   - col2im: the cell row's products go to shared memory as [product][pixel], and each of its outputs sums its uw
-//     width taps' products there, in a fixed order, and is written once. The buffer is double: row c - 1's sums run
-//     while row c's wgmma does.
-// Against the taps kernel, an output reads uw products, not uh x uw, and a pixel stores Cout/g x sh x sw x uw products
-// a cell row, not Cout/g x sh x uh x sw x uw an input row (FSRCNN: 3 and 27 against 9 and 81).
+//     (product n) x (height offset i, input channel k), K-major in shared memory, staged once a block. The two
+//     warpgroups split K: each takes half of every row's channels, so a warp loads, rounds and multiplies half as
+//     much a cell row, and a block keeps twice the warps on one strip (v42: FSRCNN at 16 warps an SM, not 12). An
+//     input row's fragments are loaded and rounded once and kept in registers (a set a row, uh sets) for the uh cell
+//     rows that read it, so the tensor cores sum the height taps;
+//   - col2im: each warpgroup's products go to its shared-memory buffer as [product][pixel], and each output sums its
+//     uw width taps' products in both buffers, in a fixed order, and is written once. The buffers are double: row
+//     c - 1's sums run while row c's wgmma does.
+// Against the taps kernel, an output reads uw products a warpgroup, not uh x uw, and a pixel stores Cout/g x sh x sw x
+// uw products a cell row, not Cout/g x sh x uh x sw x uw an input row (FSRCNN: 3 and 27 against 9 and 81).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda.h>
@@ -18,7 +20,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <type_traits>
 
@@ -53,7 +54,6 @@ struct StackGeom : CellsGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
-  int pf = 0;            // input rows an L2 prefetch runs ahead of the rows' loads (0: none)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
@@ -164,48 +164,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     else issue(R, s);
   };
 
-  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
-  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
-  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
-  // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
-  // (k-step, half) v, v + 8, ... of every offset. Its loads go out first, all at once, ahead of the input rows' (which
-  // are needed later and mostly come from DRAM), and are stored once the rows' loads are out.
-  constexpr int kBlocks = kWgs * kKS * UH;
-  constexpr int kWRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
-  constexpr int kWPer = (kWRows + 7) / 8;  // a warp's rows (8 warps), the last maybe past kWRows
-  constexpr int kE = kK / 2;              // channels a row
-  uint32_t wv[UH][kWPer][kE];
-  {
-    const int n = lane, v = tid >> 5, ncol = g.kk * g.cout_g;
-    const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
-#pragma unroll
-    for (int i = 0; i < UH; ++i) {
-      const int c = g.wcol[i][n];
-#pragma unroll
-      for (int u = 0; u < kWPer; ++u) {
-        const int k0 = (v + 8 * u) * kE;
-#pragma unroll
-        for (int kk = 0; kk < kE; ++kk) {
-          const int k = k0 + kk;
-          wv[i][u][kk] =
-              c >= 0 && k < g.cin_g && v + 8 * u < kWRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
-        }
-      }
-    }
-  }
-
-  // Input row R's strip, channel tid's run of it, into L2 ahead of its loads: the blocks walk their rows in step, so
-  // loads issued only a cell row ahead come from DRAM in bursts of a row a block.
-  auto prefetch_row = [&](int R) {
-    const int iy = a0 + g.da0 + R;
-    if (tid < g.cin_g && R < nrows && iy >= 0 && iy < g.hin) {
-      const int xa = max(b0 + g.db0, 0), xb = min(b0 + g.db0 + kPx, g.win);
-      const uintptr_t base = reinterpret_cast<uintptr_t>(src + (unsigned(tid) * hw + unsigned(iy) * unsigned(g.win)));
-      const uintptr_t s0 = (base + xa * sizeof(Bits)) & ~uintptr_t(15), s1 = (base + xb * sizeof(Bits)) & ~uintptr_t(15);
-      if (s1 > s0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(s0), "r"(uint32_t(s1 - s0)) : "memory");
-    }
-  };
-
   // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
   issue_into(0, set[0]);
 #pragma unroll
@@ -217,14 +175,53 @@ __global__ void __launch_bounds__(kThreads, 2)
       issue_into(s + 1, set[s + 1]);
     }
   }
-  for (int d = 0; d < g.pf; ++d) prefetch_row(UH + d);
 
-  // The col2im's outputs, decoded once into shared memory: a 16-byte entry a thread and item, read back with one
-  // LDS.128 a cell row (held in registers, ptxas rebuilt them every cell row). Item e = tid + threads k is (output
-  // channel co, height phase r, width phase q, cell column bl), bl fastest so a warp's reads of a product row are
-  // consecutive pixels. x: its first product's buffer offset, r in bits 16 and up, or -1 where it is past the items
-  // or its column is outside the image; y: co's plane and its column; z: co's bias, as bits.
-  int4* items = reinterpret_cast<int4*>(wsm + kBlocks * kBlockBytes);
+  // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
+  // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
+  // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
+  // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
+  // (k-step, half) v, v + 8, ... of every offset: all its loads in flight at once, one trip to L2.
+  {
+    constexpr int kRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
+    constexpr int kPer = (kRows + 7) / 8;   // a warp's rows (8 warps), the last maybe past kRows
+    constexpr int kE = kK / 2;             // channels a row
+    const int n = lane, v = tid >> 5, ncol = g.kk * g.cout_g;
+    const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
+    uint32_t e[UH][kPer][kE];
+#pragma unroll
+    for (int i = 0; i < UH; ++i) {
+      const int c = g.wcol[i][n];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int k0 = (v + 8 * u) * kE;
+#pragma unroll
+        for (int kk = 0; kk < kE; ++kk) {
+          const int k = k0 + kk;
+          e[i][u][kk] = c >= 0 && k < g.cin_g && v + 8 * u < kRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < UH; ++i)
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int row = v + 8 * u, ks = row >> 1;
+        if (kRows % 8 != 0 && row >= kRows) continue;
+        const uint32_t* q = e[i][u];
+        uint4 q4;
+        if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
+        else q4 = make_uint4(tf32_bits(q[0]), tf32_bits(q[1]), tf32_bits(q[2]), tf32_bits(q[3]));
+        *reinterpret_cast<uint4*>(wsm + (ks * UH + i) * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16 + (row & 1) * 512) =
+            q4;
+      }
+  }
+
+  // The col2im's outputs: item e = tid + threads k is (output channel co, height phase r, width phase q, cell column
+  // bl), bl fastest so a warp's reads of a product row are consecutive pixels. sb: its first product's buffer offset,
+  // r in bits 16 and up, or -1 where it is past the items or its column is outside the image; go: co's plane and its
+  // column.
+  int it_sb[kItems], it_go[kItems];
+  float it_b[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int e = tid + kThreads * k;
@@ -232,9 +229,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int co = div_small(cr, g.m_sh), r = cr - co * g.sh;
     const int ox = (b0 + bl) * g.sw - g.cw + q;
     const bool ok = e < g.items && ox >= 0 && ox < g.wout;
-    const float b = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
-    items[e] = make_int4(ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1, ok ? co * g.hout * g.wout + ox : 0,
-                         __float_as_int(b), 0);
+    it_sb[k] = ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1;
+    it_go[k] = ok ? co * g.hout * g.wout + ox : 0;
+    it_b[k] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
   }
   T* yb = y + (int64_t(img) * p.Cout + int64_t(grp) * g.cout_g) * (int64_t(g.hout) * g.wout);
   // Each output sums its uw products in both warpgroups' buffers, warpgroup 0's first.
@@ -243,37 +240,20 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int oyb = (a0 + c) * g.sh - g.ch;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      const int4 it = items[tid + kThreads * k];
-      const int oy = oyb + (it.x >> 16);
-      if (it.x >= 0 && oy >= 0 && oy < g.hout) {
-        const float* pr = bc + (it.x & 0xffff);
-        float sum = __int_as_float(it.z);
+      const int sb = it_sb[k];
+      const int oy = oyb + (sb >> 16);
+      if (sb >= 0 && oy >= 0 && oy < g.hout) {
+        const float* pr = bc + (sb & 0xffff);
+        float sum = it_b[k];
 #pragma unroll
         for (int v = 0; v < kWgs; ++v)
 #pragma unroll
           for (int j = 0; j < kMaxU; ++j)
             if (j < g.uw) sum += pr[v * kBufFloats + j * (kPitch + 1)];
-        yb[it.y + oy * g.wout] = static_cast<T>(sum);
+        yb[it_go[k] + oy * g.wout] = static_cast<T>(sum);
       }
     }
   };
-
-  {
-    const int n = lane, v = tid >> 5;
-#pragma unroll
-    for (int i = 0; i < UH; ++i)
-#pragma unroll
-      for (int u = 0; u < kWPer; ++u) {
-        const int row = v + 8 * u, ks = row >> 1;
-        if (kWRows % 8 != 0 && row >= kWRows) continue;
-        const uint32_t* q = wv[i][u];
-        uint4 q4;
-        if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
-        else q4 = make_uint4(tf32_bits(q[0]), tf32_bits(q[1]), tf32_bits(q[2]), tf32_bits(q[3]));
-        *reinterpret_cast<uint4*>(wsm + (ks * UH + i) * kBlockBytes + (n >> 3) * 128 + (n & 7) * 16 + (row & 1) * 512) =
-            q4;
-      }
-  }
 
   fence_async_smem();
   __syncthreads();  // the weights
@@ -309,7 +289,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         wgmma_commit();
         wgmma_wait<1>();
         if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time by the first group
-        if (g.pf > 0) prefetch_row(c + UH + g.pf);
         if (c > 0) col2im(c - 1);
         wgmma_wait<0>();
         fence_regs(acc);
@@ -372,7 +351,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
   auto go = [&](auto kernel, int ks) {
-    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) + kItems * kThreads * 16;
+    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
@@ -381,11 +360,6 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
-    static const int pf = [] {
-      const char* e = std::getenv("CONVT_STACK_PF");
-      return e ? std::atoi(e) : 0;
-    }();
-    g.pf = pf;
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
     kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
