@@ -412,11 +412,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // stride 4). Since six m-tiles store paired columns (session 39: FSRCNN TF32 22.2 us against 23.8), the 64-product
   // probes trail by 2-8% (24->1 8x8 stride 4 11.2/9.5/9.7 against cells' 10.4/9.0/9.1, 32->4 4x4 stride 2
   // 14.3/11.9/12.0 against 14.0/11.6/11.6; docs/benchmarks/gpu-time-s39.md), so 49-64 products go to cells.
-  // On sm_90a, where an output's taps read three input rows, the stack kernel (v41: the three rows stacked in one
-  // wgmma reduction) takes them. GPU time alone (bench.gpu_time, session 40, us, stack against taps, TF32 / fp16;
-  // docs/benchmarks/gpu-time-s40.md): fsrcnn-56-1-n1 18.3/16.9 against 22.1/18.2 and FSRCNN at batch 4 18.2/16.8
-  // against 24.8/19.9 (H200); grouped 6x6 stride 2 11.1/9.6 against 11.6/9.4 (H100, its first form: fp16 trails
-  // 2%). Two rows stay on taps, which keeps DCGAN 64->3 (20.9/17.1 against the stack kernel's 23.7/20.7).
+  // On sm_90a, where an output's taps read three input rows, the stack kernel (v41, v42: the three rows stacked in one
+  // wgmma reduction) takes them. GPU time alone on an H100 (bench.gpu_time, session 41, us, stack against taps,
+  // TF32 / fp16 / bf16; docs/benchmarks/gpu-time-s41.md): fsrcnn-56-1-n1 17.2/15.0/14.5 against 21.9/17.8/17.5,
+  // FSRCNN at batch 4 18.6/16.0/15.8 against 25.1/19.8/19.7, grouped 6x6 stride 2 9.4/9.4/9.3 against 12.0/9.5/9.5.
+  // Two rows stay on taps, which keeps DCGAN 64->3 (21.4/17.2/17.0 against the stack kernel's 21.5/18.3/18.0); at
+  // batch 1 the stack kernel leads there (6.8/6.5/6.4 against 7.7/6.8/7.0), a pick not taken yet.
   if (p.Cin_g >= 16 && p.Cout_g <= 4 && p.sh * p.sw >= 2 && (dtype != at::kFloat || tf32) &&
       phase_extent(0, p.sh, p.Hout) * phase_extent(0, p.sw, p.Wout) >= 128 && phase_extent(0, p.sw, p.Wout) >= 16 &&
       cells_supports(p, x)) {
