@@ -61,7 +61,7 @@ struct StackGeom : CellsGeom {
 };
 
 // An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
-// they are: the finiteness test on the FP pipe leaves one compare and a predicated add.
+// they are: the finiteness test on the FP pipe leaves one compare and an add (predicated, or with a select).
 __device__ __forceinline__ uint32_t tf32_finite(uint32_t v) {
   return fabsf(__uint_as_float(v)) < __uint_as_float(0x7f800000u) ? v + 0x1000u : v;
 }
@@ -182,8 +182,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
   // (k-step, half) v, v + 8, ... of every offset: all its loads in flight at once, one trip to L2.
   {
+    constexpr int kWarps = kThreads / 32;
     constexpr int kRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
-    constexpr int kPer = (kRows + 7) / 8;   // a warp's rows (8 warps), the last maybe past kRows
+    constexpr int kPer = (kRows + kWarps - 1) / kWarps;  // a warp's rows, the last maybe past kRows
     constexpr int kE = kK / 2;             // channels a row
     const int n = lane, v = tid >> 5, ncol = g.kk * g.cout_g;
     const Bits* wq = opaque(reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol);
@@ -193,11 +194,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int c = g.wcol[i][n];
 #pragma unroll
       for (int u = 0; u < kPer; ++u) {
-        const int k0 = (v + 8 * u) * kE;
+        const int k0 = (v + kWarps * u) * kE;
 #pragma unroll
         for (int kk = 0; kk < kE; ++kk) {
           const int k = k0 + kk;
-          e[i][u][kk] = c >= 0 && k < g.cin_g && v + 8 * u < kRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
+          e[i][u][kk] =
+              c >= 0 && k < g.cin_g && v + kWarps * u < kRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
         }
       }
     }
@@ -205,8 +207,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int i = 0; i < UH; ++i)
 #pragma unroll
       for (int u = 0; u < kPer; ++u) {
-        const int row = v + 8 * u, ks = row >> 1;
-        if (kRows % 8 != 0 && row >= kRows) continue;
+        const int row = v + kWarps * u, ks = row >> 1;
+        if (kRows % kWarps != 0 && row >= kRows) continue;
         const uint32_t* q = e[i][u];
         uint4 q4;
         if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
