@@ -48,6 +48,27 @@ constexpr int kPitch = 68;
 constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
 
+// bench/stack_trace.py builds this file with CONVT_STACK_TRACE to time one block's phases (thread 0's clock after
+// each block barrier; %globaltimer at its start and end, to place blocks against one another). Compiled out otherwise.
+#ifdef CONVT_STACK_TRACE
+constexpr int kTraceBlocks = 4096, kTraceSlots = 16, kTraceRows = 10;
+__device__ unsigned long long stack_trace[kTraceBlocks][kTraceSlots];
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+#define STACK_MARK(slot, value)                                                                       \
+  do {                                                                                                \
+    const unsigned b_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);               \
+    if (threadIdx.x == 0 && b_ < kTraceBlocks) stack_trace[b_][slot] = (value);                        \
+  } while (0)
+#else
+#define STACK_MARK(slot, value) \
+  do {                          \
+  } while (0)
+#endif
+
 struct StackGeom : CellsGeom {
   int np;                // a pixel's products, Cout/g x sh x sw x uw: (output channel, r, q, width offset j)
   int sc;                // cell columns a strip
@@ -91,6 +112,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* buf = reinterpret_cast<float*>(smem);          // [warpgroup][2][product][kPitch]
   uint8_t* wsm = smem + kWgs * kBufFloats * 4;          // [k-step][offset]: kBlockBytes each
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
+#ifdef CONVT_STACK_TRACE
+  unsigned smid_;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(smid_));
+  STACK_MARK(0, global_ns());
+  STACK_MARK(1, smid_);
+  STACK_MARK(2, clock64());
+#endif
   // The warpgroup, from lane 0 so the compiler knows it is warp-uniform (the descriptors live in uniform registers).
   const int wgi = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int ks0 = wgi * kKS;  // the warpgroup's first k-step
@@ -259,6 +287,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   fence_async_smem();
   __syncthreads();  // the weights
+  STACK_MARK(3, clock64());
   if constexpr (!kHalf) {
 #pragma unroll
     for (int s = 0; s + 1 < UH; ++s) finish(set[s]);
@@ -300,10 +329,17 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
           for (int e = 0; e < 4; ++e) sr[(8 * nt + (e & 1)) * kPitch + 8 * (e >> 1)] = acc[4 * nt + e];
         __syncthreads();
+#ifdef CONVT_STACK_TRACE
+        if (c < kTraceRows) STACK_MARK(4 + c, clock64());
+#endif
       }
     }
   }
   col2im(ncell - 1);
+#ifdef CONVT_STACK_TRACE
+  STACK_MARK(14, clock64());
+  STACK_MARK(15, global_ns());
+#endif
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
