@@ -3,15 +3,19 @@
 bench.gpu_time does, then per block its start against the first block's, its prologue (the first rows' loads, the
 weights, the outputs' decode: up to the weights' barrier), each cell row (barrier to barrier) and its end.
 
-    python -m bench.stack_trace [--cases fsrcnn-56-1-n1,probe-fsrcnn-n4-128] [--dtypes fp32,fp16]
+    python -m bench.stack_trace [--cases fsrcnn-56-1-n1,probe-fsrcnn-n4-128] [--dtypes fp32,fp16] [--revs .,HEAD~1]
 
-Needs an sm_90 GPU; builds a module of its own (a minute or two) in the kernels' build directory.
+--revs: the convt_stack.cu of each git revision ("." the working tree; or a path to a copy), side by side; a summary of GPU time (as
+bench.gpu_time takes it) and block span per revision comes last. Needs an sm_90 GPU; builds a module a revision (a
+minute or two) in the kernels' build directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import statistics
+import subprocess
 from pathlib import Path
 
 import torch
@@ -25,17 +29,45 @@ STACK_CU = Path(_build.CSRC) / "cuda" / "convt_stack.cu"
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def load_module():
-    flags = ["-O3", "-lineinfo", *_build.gencode_flags("9.0"), f"-I{_build.CSRC}"]
-    key = "stack-trace|" + hashlib.sha256(STACK_CU.read_bytes()).hexdigest()[:16]
+def load_module(rev: str):
+    """The trace module of one revision's convt_stack.cu ("." the working tree's)."""
+    flags = ["-O3", "-lineinfo", *_build.gencode_flags("9.0"), f"-I{_build.CSRC}", f"-I{_build.CSRC / 'cuda'}"]
+    if rev == ".":
+        text = STACK_CU.read_bytes()
+    elif Path(rev).is_file():  # a copy of convt_stack.cu (where the tree travels without its git history)
+        text = Path(rev).read_bytes()
+    else:
+        text = subprocess.run(["git", "show", f"{rev}:kernels/csrc/cuda/convt_stack.cu"], cwd=ROOT, check=True,
+                              capture_output=True).stdout
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    if rev != ".":
+        copy = _build.build_root() / f"stack-src-{digest}" / "convt_stack.cu"
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(text)
+        flags.append(f'-DSTACK_SOURCE="{copy}"')
+    key = f"stack-trace|{digest}"
     return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT, python_module=True)
+
+
+def gpu_us(fn, reps: int = 30) -> float:
+    """bench.gpu_time's method: each launch queued behind a sleep, CUDA events around it, the median."""
+    events = []
+    for _ in range(reps):
+        torch.cuda._sleep(400000)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        events.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in events)
 
 
 def pct(t: torch.Tensor, q: float) -> float:
     return float(torch.quantile(t.double(), q))
 
 
-def summarize(name: str, marks: torch.Tensor) -> list[str]:
+def summarize(name: str, marks: torch.Tensor) -> tuple[list[str], float]:
     m = marks[marks[:, 0] > 0].double()
     t0 = m[:, 0].min()
     start_us, end_us = (m[:, 0] - t0) / 1e3, (m[:, 15] - t0) / 1e3
@@ -59,16 +91,18 @@ def summarize(name: str, marks: torch.Tensor) -> list[str]:
     row("after the traced rows to the end", tail)
     row("block time (start to end)", cyc(2, 14))
     row("block end after the first start", end_us)
-    return lines
+    return lines, float(end_us.max())
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.stack_trace")
     ap.add_argument("--cases", default="fsrcnn-56-1-n1,probe-fsrcnn-n4-128")
     ap.add_argument("--dtypes", default="fp32,fp16")
+    ap.add_argument("--revs", default=".")
     a = ap.parse_args(argv)
-    mod = load_module()
-    out = []
+    revs = a.revs.split(",")
+    mods = {rev: load_module(rev) for rev in revs}
+    out, summary = [], ["| case | dtype | rev | GPU us | span us | max error / max abs ref |", "|---|---|---|---|---|---|"]
     for name in a.cases.split(","):
         n, cin, cout, k, hw, s, p, op_, d, g = CASES[name]
         for dn in a.dtypes.split(","):
@@ -76,17 +110,19 @@ def main(argv=None) -> int:
             xs = [torch.randn(n, cin, *hw, device="cuda", dtype=dt) for _ in range(4)]
             w = torch.randn(cin, cout // g, *k, device="cuda", dtype=dt)
             args = (list(s), list(p), list(op_), g, list(d))
-            for i in range(8):
-                mod.traced(xs[i % 4], w, *args)
-            torch.cuda.synchronize()
-            torch.cuda._sleep(400000)
-            y, marks = mod.traced(xs[0], w, *args)
-            torch.cuda.synchronize()
             ref = torch.nn.functional.conv_transpose2d(xs[0].double(), w.double(), None, s, p, op_, g, d)
-            err = float((y.double() - ref).abs().max() / ref.abs().max())
-            out += summarize(f"{name} {dn} (max error / max |ref| {err:.1e})", marks.cpu())
-            out.append("")
-    print("\n".join(out))
+            for rev, mod in mods.items():
+                it = iter(range(1 << 30))
+                us = gpu_us(lambda: mod.run(xs[next(it) % 4], w, *args))
+                mod.clear_marks()
+                torch.cuda._sleep(400000)
+                y = mod.run(xs[0], w, *args)
+                marks = mod.marks().cpu()
+                err = float((y.double() - ref).abs().max() / ref.abs().max())
+                lines, span = summarize(f"{name} {dn} rev {rev}: GPU time {us:.1f} us", marks)
+                out += lines + [""]
+                summary.append(f"| {name} | {dn} | {rev} | {us:.1f} | {span:.1f} | {err:.1e} |")
+    print("\n".join(out + summary))
     return 0
 
 

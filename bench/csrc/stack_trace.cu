@@ -1,7 +1,11 @@
-// The stack kernel built with its phase marks (convt_stack.cu's CONVT_STACK_TRACE), for bench/stack_trace.py: runs
-// one launch and returns every block's marks.
+// The stack kernel built with its phase marks (convt_stack.cu's CONVT_STACK_TRACE), for bench/stack_trace.py. The
+// source is STACK_SOURCE where given (another revision's convt_stack.cu, for side-by-side runs), else the tree's.
 #define CONVT_STACK_TRACE 1
+#ifdef STACK_SOURCE
+#include STACK_SOURCE
+#else
 #include "../../kernels/csrc/cuda/convt_stack.cu"
+#endif
 
 #include <c10/cuda/CUDAStream.h>
 #include <torch/extension.h>
@@ -15,23 +19,42 @@ bool wg_available(int device) {
 }
 }  // namespace convt
 
-// (out, marks): marks[block] = {globaltimer start, smid, clock start, clock after the prologue, clock after cell rows
-// 0..9, clock at the end, globaltimer at the end}; zero where a block did not reach a mark.
-std::vector<at::Tensor> traced(const at::Tensor& x, const at::Tensor& w, std::vector<int64_t> stride,
-                               std::vector<int64_t> padding, std::vector<int64_t> output_padding, int64_t groups,
-                               std::vector<int64_t> dilation) {
-  const convt::ConvTParams p = convt::make_params(x, w, c10::nullopt, stride, padding, output_padding, groups, dilation);
-  TORCH_CHECK(x.is_contiguous() && w.is_contiguous(), "stack_trace: contiguous tensors");
-  TORCH_CHECK(convt::stack_rows(p, x, true) > 0, "stack_trace: the stack kernel does not take this shape");
-  at::Tensor out = at::empty({p.N, p.Cout, p.Hout, p.Wout}, x.options());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+namespace {
+
+void* marks_symbol() {
   void* sym = nullptr;
   C10_CUDA_CHECK(cudaGetSymbolAddress(&sym, convt::stack_trace));
-  C10_CUDA_CHECK(cudaMemsetAsync(sym, 0, sizeof(convt::stack_trace), stream));
-  convt::launch_stack(p, x, w, at::Tensor(), out, stream);
-  at::Tensor marks = at::empty({convt::kTraceBlocks, convt::kTraceSlots}, x.options().dtype(at::kLong));
-  C10_CUDA_CHECK(cudaMemcpyAsync(marks.data_ptr(), sym, sizeof(convt::stack_trace), cudaMemcpyDeviceToDevice, stream));
-  return {out, marks};
+  return sym;
 }
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("traced", &traced); }
+// One launch of the stack kernel (no bias), marking the blocks' phases.
+at::Tensor run(const at::Tensor& x, const at::Tensor& w, std::vector<int64_t> stride, std::vector<int64_t> padding,
+               std::vector<int64_t> output_padding, int64_t groups, std::vector<int64_t> dilation) {
+  const convt::ConvTParams p = convt::make_params(x, w, c10::nullopt, stride, padding, output_padding, groups, dilation);
+  TORCH_CHECK(x.is_cuda() && x.is_contiguous() && w.is_contiguous(), "stack_trace: contiguous CUDA tensors");
+  TORCH_CHECK(convt::stack_rows(p, x, true) > 0, "stack_trace: the stack kernel does not take this shape");
+  at::Tensor out = at::empty({p.N, p.Cout, p.Hout, p.Wout}, x.options());
+  convt::launch_stack(p, x, w, at::Tensor(), out, c10::cuda::getCurrentCUDAStream());
+  return out;
+}
+
+void clear_marks() {
+  C10_CUDA_CHECK(cudaMemsetAsync(marks_symbol(), 0, sizeof(convt::stack_trace), c10::cuda::getCurrentCUDAStream()));
+}
+
+// marks[block] = {globaltimer at the start, smid, clock at the start, clock after the prologue, clock after cell rows
+// 0..9, clock at the end, globaltimer at the end}; zero where a block did not reach a mark since clear_marks.
+at::Tensor marks() {
+  at::Tensor m = at::empty({convt::kTraceBlocks, convt::kTraceSlots}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+  C10_CUDA_CHECK(cudaMemcpyAsync(m.data_ptr(), marks_symbol(), sizeof(convt::stack_trace), cudaMemcpyDeviceToDevice,
+                                 c10::cuda::getCurrentCUDAStream()));
+  return m;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("run", &run);
+  m.def("clear_marks", &clear_marks);
+  m.def("marks", &marks);
+}
