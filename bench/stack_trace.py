@@ -31,7 +31,7 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 def load_module(rev: str):
     """The trace module of one revision's convt_stack.cu ("." the working tree's)."""
-    flags = ["-O3", "-lineinfo", *_build.gencode_flags("9.0"), f"-I{_build.CSRC}", f"-I{_build.CSRC / 'cuda'}"]
+    flags = ["-O3", "-lineinfo", *_build.gencode_flags("9.0")]
     if rev == ".":
         text = STACK_CU.read_bytes()
     elif Path(rev).is_file():  # a copy of convt_stack.cu (where the tree travels without its git history)
@@ -41,10 +41,11 @@ def load_module(rev: str):
                               capture_output=True).stdout
     digest = hashlib.sha256(text).hexdigest()[:16]
     if rev != ".":
-        copy = _build.build_root() / f"stack-src-{digest}" / "convt_stack.cu"
+        copy = _build.build_root() / f"stack-src-{digest}" / "convt_stack_alt.cu"
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_bytes(text)
-        flags.append(f'-DSTACK_SOURCE="{copy}"')
+        flags += [f"-I{copy.parent}", "-DSTACK_ALT"]
+    flags += [f"-I{_build.CSRC}", f"-I{_build.CSRC / 'cuda'}"]
     key = f"stack-trace|{digest}"
     return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT, python_module=True)
 

@@ -1,8 +1,9 @@
 // The stack kernel built with its phase marks (convt_stack.cu's CONVT_STACK_TRACE), for bench/stack_trace.py. The
-// source is STACK_SOURCE where given (another revision's convt_stack.cu, for side-by-side runs), else the tree's.
+// source is convt_stack_alt.cu where STACK_ALT is defined (another revision's convt_stack.cu, copied into a folder on
+// the include path ahead of the tree's, for side-by-side runs), else the tree's.
 #define CONVT_STACK_TRACE 1
-#ifdef STACK_SOURCE
-#include STACK_SOURCE
+#ifdef STACK_ALT
+#include "convt_stack_alt.cu"
 #else
 #include "../../kernels/csrc/cuda/convt_stack.cu"
 #endif
