@@ -5,8 +5,9 @@ weights, the outputs' decode: up to the weights' barrier), each cell row (barrie
 
     python -m bench.stack_trace [--cases fsrcnn-56-1-n1,probe-fsrcnn-n4-128] [--dtypes fp32,fp16] [--revs .,HEAD~1]
 
---revs: the convt_stack.cu of each git revision ("." the working tree; or a path to a copy), side by side; a summary of GPU time (as
-bench.gpu_time takes it) and block span per revision comes last. Needs an sm_90 GPU; builds a module a revision (a
+--revs: the convt_stack.cu of each git revision ("." the working tree; or a path to a copy), side by side; a summary
+of GPU time (as bench.gpu_time takes it) and block span per revision comes last. STACK_TRACE_DEFINES (environment):
+-D flags for an experiment's build. Needs an sm_90 GPU; builds a module a revision (a
 minute or two) in the kernels' build directory.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -46,8 +48,11 @@ def load_module(rev: str):
         copy.write_bytes(text)
         flags += [f"-I{copy.parent}", "-DSTACK_ALT"]
     flags += [f"-I{_build.CSRC}", f"-I{_build.CSRC / 'cuda'}"]
-    key = f"stack-trace|{digest}"
-    return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT, python_module=True)
+    extra = os.environ.get("STACK_TRACE_DEFINES", "").split()  # -D flags of an experiment, in the build and its key
+    flags += extra
+    key = f"stack-trace|{digest}|{' '.join(extra)}"
+    return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT,
+                        python_module=True)
 
 
 def gpu_us(fn, reps: int = 30) -> float:
@@ -77,8 +82,9 @@ def summarize(name: str, marks: torch.Tensor) -> tuple[list[str], float]:
     cyc = lambda a, b: (m[:, b] - m[:, a]) / ghz / 1e3  # noqa: E731  us between two clock marks
     prologue = cyc(2, 3)
     rows = [cyc(3 + c, 4 + c) for c in range(10) if bool((m[:, 4 + c] > 0).any())]
-    last = max(c for c in range(10) if bool((m[:, 4 + c] > 0).any()))
-    tail = cyc(4 + last, 14)
+    # each block's last mark before its end: the last cell row it reached (or its prologue)
+    last_mark = torch.where(m[:, 3:14] > 0, m[:, 3:14], torch.zeros_like(m[:, 3:14])).max(dim=1).values
+    tail = (m[:, 14] - last_mark) / ghz / 1e3
     sms = int(m[:, 1].unique().numel())
     lines = [f"## {name}: {m.shape[0]} blocks on {sms} SMs, SM clock {ghz:.2f} GHz, "
              f"span {float(end_us.max()):.1f} us (first start to last end)",
