@@ -1,0 +1,113 @@
+"""Bisects the stack kernel's TMA trap (kernel-notes v43b): one block loads one TMA box of an NCHW float tensor
+(FSRCNN's 56 x 256 x 256) into shared memory under each map variant (rank, type, swizzle, box, shared memory, issuing
+warp), each in its own process since a trap kills the CUDA context. Prints per variant: ok (the box's sum matches
+torch's) / mismatch / trap. Written in session 42, not yet run (the session's device time ran out).
+
+    python -m bench.tma_probe        (sm_90; builds a small module into $PROBE_DIR, /tmp/tma_probe by default)
+"""
+import os, subprocess, sys, json
+import torch
+from torch.utils.cpp_extension import load_inline
+
+SRC = r'''
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cstdint>
+__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int rank, int c0, int c1, int bytes, int words,
+                      int issuer) {
+  extern __shared__ __align__(1024) unsigned char sm[];
+  __shared__ __align__(8) uint64_t bar;
+  unsigned char* dst = sm + ((1024 - (sa(sm) & 1023)) & 1023);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sa(&bar)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == issuer) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sa(&bar)), "r"(bytes) : "memory");
+    if (rank == 5)
+      asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];"
+                   :: "r"(sa(dst)), "l"(reinterpret_cast<uint64_t>(&m)), "r"(c0), "r"(c1), "r"(0), "r"(0), "r"(0), "r"(sa(&bar)) : "memory");
+    else
+      asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                   :: "r"(sa(dst)), "l"(reinterpret_cast<uint64_t>(&m)), "r"(c0), "r"(c1), "r"(0), "r"(0), "r"(sa(&bar)) : "memory");
+  }
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], 0;\nselp.b32 %0, 1, 0, P;\n}\n" : "=r"(done) : "r"(sa(&bar)) : "memory");
+  } while (!done);
+  for (int i = threadIdx.x; i < words; i += blockDim.x) out[i] = reinterpret_cast<float*>(dst)[i];
+}
+torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box,
+                  int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer) {
+  void* f = nullptr; cudaDriverEntryPointQueryResult q;
+  TORCH_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess);
+  auto enc = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  const int rank = dims.size();
+  cuuint64_t d[5], s[4]; cuuint32_t b[5], ones[5] = {1, 1, 1, 1, 1};
+  int64_t words = 1;
+  for (int i = 0; i < rank; ++i) { d[i] = dims[i]; b[i] = box[i]; words *= box[i]; }
+  for (int i = 0; i + 1 < rank; ++i) s[i] = strides[i];
+  CUtensorMap m;
+  CUresult r = enc(&m, CUtensorMapDataType(dtype), rank, x.data_ptr(), d, s, b, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                   CUtensorMapSwizzle(swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  TORCH_CHECK(r == CUDA_SUCCESS, "encode failed ", int(r));
+  auto out = torch::full({words}, -1.f, x.options());
+  cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  probe<<<1, threads, smem, c10::cuda::getCurrentCUDAStream()>>>(m, out.data_ptr<float>(), rank, c0, c1, int(words * 4),
+                                                                   int(words), int(issuer));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+'''
+CPP = "torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box, int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer);"
+W, H, C = 256, 256, 56
+P = W * H * 4
+F32, U32, SW128, SWNONE = 7, 2, 3, 0  # CUtensorMapDataType FLOAT32=7, UINT32=2; swizzle 128B=3
+VARIANTS = {
+    "stack-like 5d f32 swz128 box56 x0=-2": ([W, H, C, 1, 1], [W * 4, P, P * C, P * C], [32, 1, C, 1, 1], F32, SW128, -2, 0, 110000, 256, 0),
+    "same x0=0": ([W, H, C, 1, 1], [W * 4, P, P * C, P * C], [32, 1, C, 1, 1], F32, SW128, 0, 0, 110000, 256, 0),
+    "4d f32 swz128": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 110000, 256, 0),
+    "4d f32 no swizzle": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SWNONE, 0, 0, 110000, 256, 0),
+    "4d u32 swz128": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], U32, SW128, 0, 0, 110000, 256, 0),
+    "4d f32 swz128 box8": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, 8, 1], F32, SW128, 0, 0, 110000, 256, 0),
+    "4d f32 no swizzle box 64x4x32 (wgh-like)": ([W, H, C, 1], [W * 4, P, P * C], [64, 4, 32, 1], F32, SWNONE, 0, 0, 110000, 256, 0),
+    "4d f32 swz128 small smem": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 16384, 256, 0),
+    "4d f32 swz128 issuer warp 8": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 110000, 288, 256),
+    "2d f32 swz128 (W x H*C)": ([W, H * C], [W * 4], [32, C], F32, SW128, 0, 0, 110000, 256, 0),
+}
+
+def one(name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tma_probe", os.path.join(os.environ["PROBE_DIR"], "tma_probe.so"))
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    dims, strides, box, dt, sw, c0, c1, smem, threads, issuer = VARIANTS[name]
+    torch.manual_seed(0)
+    x = torch.randn(1, C, H, W, device="cuda")
+    out = mod.run(x, dims, strides, box, dt, sw, c0, c1, smem, threads, issuer)
+    torch.cuda.synchronize()
+    # the box: columns c0..c0+box0 (zero outside), rows c1..c1+box1, channels 0..box2 (rank >= 3)
+    xs = torch.nn.functional.pad(x, (64, 64))[0]  # pad width by 64 a side
+    if len(dims) >= 4:
+        ref = xs[: box[2], c1 : c1 + box[1], 64 + c0 : 64 + c0 + box[0]]
+    else:
+        ref = x[0].reshape(H * C, W)
+        ref = torch.nn.functional.pad(ref, (64, 64))[c1 : c1 + box[1], 64 + c0 : 64 + c0 + box[0]]
+    ok = abs(float(out.double().sum()) - float(ref.double().sum())) < 1e-2 and bool((out != -1).all())
+    print(json.dumps({"variant": name, "result": "ok" if ok else "mismatch"}), flush=True)
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        one(sys.argv[1]); sys.exit(0)
+    d = os.environ.setdefault("PROBE_DIR", "/tmp/tma_probe")
+    os.makedirs(d, exist_ok=True)
+    load_inline("tma_probe", CPP, cuda_sources=SRC, functions=["run"],
+                extra_cuda_cflags=["-gencode=arch=compute_90a,code=sm_90a", "-O2"], build_directory=d, verbose=False)
+    for name in VARIANTS:
+        r = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, timeout=120)
+        line = [l for l in r.stdout.splitlines() if l.startswith("{")]
+        print(line[0] if line else json.dumps({"variant": name, "result": "trap/err", "tail": (r.stderr.strip().splitlines() or [""])[-1][:160]}), flush=True)
