@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import torch
 
 import kernels  # noqa: F401  (builds and loads the main extension; CUDA_HOME resolved)
 from kernels import _build
-from bench.gpu_time import CASES
+from bench.gpu_time import CASES, gpu_us
 
 ROOT = Path(__file__).resolve().parent / "csrc"
 STACK_CU = Path(_build.CSRC) / "cuda" / "convt_stack.cu"
@@ -53,20 +52,6 @@ def load_module(rev: str):
     key = f"stack-trace|{digest}|{' '.join(extra)}"
     return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT,
                         python_module=True)
-
-
-def gpu_us(fn, reps: int = 30) -> float:
-    """bench.gpu_time's method: each launch queued behind a sleep, CUDA events around it, the median."""
-    events = []
-    for _ in range(reps):
-        torch.cuda._sleep(400000)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        events.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in events)
 
 
 def pct(t: torch.Tensor, q: float) -> float:
@@ -119,8 +104,7 @@ def main(argv=None) -> int:
             args = (list(s), list(p), list(op_), g, list(d))
             ref = torch.nn.functional.conv_transpose2d(xs[0].double(), w.double(), None, s, p, op_, g, d)
             for rev, mod in mods.items():
-                it = iter(range(1 << 30))
-                us = gpu_us(lambda: mod.run(xs[next(it) % 4], w, *args))
+                us = gpu_us(mod.run, [(x, w, *args) for x in xs], reps=30)
                 mod.clear_marks()
                 torch.cuda._sleep(400000)
                 y = mod.run(xs[0], w, *args)
