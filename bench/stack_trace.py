@@ -49,7 +49,9 @@ def load_module(rev: str):
     flags += [f"-I{_build.CSRC}", f"-I{_build.CSRC / 'cuda'}"]
     extra = os.environ.get("STACK_TRACE_DEFINES", "").split()  # -D flags of an experiment, in the build and its key
     flags += extra
-    key = f"stack-trace|{digest}|{' '.join(extra)}"
+    # the kernels' headers too: convt_stack.cu includes them, and the build's own key covers only bench/csrc's
+    headers = hashlib.sha256(b"".join((_build.CSRC / h).read_bytes() for h in _build.HEADERS)).hexdigest()[:16]
+    key = f"stack-trace|{digest}|{headers}|{' '.join(extra)}"
     return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT,
                         python_module=True)
 
