@@ -16,34 +16,34 @@ SRC = r'''
 #include <torch/extension.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cstdint>
-__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+namespace {
+// The project's mbarrier and TMA wrappers, the very ones the stack kernel's ring called.
+#include "wg_ptx.cuh"
+
 __global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int rank, int c0, int c1, int bytes, int words,
                       int issuer) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // the wrappers exist for sm_90a only
   extern __shared__ __align__(1024) unsigned char sm[];
   __shared__ __align__(8) uint64_t bar;
-  unsigned char* dst = sm + ((1024 - (sa(sm) & 1023)) & 1023);
+  unsigned char* dst = sm + ((1024 - (smem_addr(sm) & 1023)) & 1023);
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sa(&bar)));
+    mbar_init(&bar, 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x == issuer) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sa(&bar)), "r"(bytes) : "memory");
-    if (rank == 5)
-      asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];"
-                   :: "r"(sa(dst)), "l"(reinterpret_cast<uint64_t>(&m)), "r"(c0), "r"(c1), "r"(0), "r"(0), "r"(0), "r"(sa(&bar)) : "memory");
-    else
-      asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
-                   :: "r"(sa(dst)), "l"(reinterpret_cast<uint64_t>(&m)), "r"(c0), "r"(c1), "r"(0), "r"(0), "r"(sa(&bar)) : "memory");
+    mbar_expect_tx(&bar, bytes);
+    if (rank == 5) tma_load_5d(dst, &m, &bar, c0, c1, 0, 0, 0);
+    else tma_load_4d(dst, &m, &bar, c0, c1, 0, 0);
   }
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], 0;\nselp.b32 %0, 1, 0, P;\n}\n" : "=r"(done) : "r"(sa(&bar)) : "memory");
-  } while (!done);
+  mbar_wait(&bar, 0);
   for (int i = threadIdx.x; i < words; i += blockDim.x) out[i] = reinterpret_cast<float*>(dst)[i];
+#endif
 }
+}  // namespace
 torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box,
                   int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer) {
+  // The main extension's encoder (convt_wg.cu) is not exported to Python; the same driver call and flags here.
   void* f = nullptr; cudaDriverEntryPointQueryResult q;
   TORCH_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess);
   auto enc = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
@@ -105,7 +105,8 @@ if __name__ == "__main__":
         one(sys.argv[1]); sys.exit(0)
     d = os.environ.setdefault("PROBE_DIR", "/tmp/tma_probe")
     os.makedirs(d, exist_ok=True)
-    load_inline("tma_probe", CPP, cuda_sources=SRC, functions=["run"],
+    cuda_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels", "csrc", "cuda")
+    load_inline("tma_probe", CPP, cuda_sources=SRC, functions=["run"], extra_include_paths=[cuda_dir],
                 extra_cuda_cflags=["-gencode=arch=compute_90a,code=sm_90a", "-O2"], build_directory=d, verbose=False)
     for name in VARIANTS:
         r = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, timeout=120)
