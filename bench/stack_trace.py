@@ -97,7 +97,8 @@ def main(argv=None) -> int:
     revs = a.revs.split(",")
     mods = {rev: load_module(rev) for rev in revs}
     out, summary = [], ["| case | dtype | rev | GPU us | span us | max error / max abs ref |", "|---|---|---|---|---|---|"]
-    for name in a.cases.split(","):
+    launch = ["| blocks | dynamic shared memory | empty kernel GPU us |", "|---|---|---|"]
+    for name in filter(None, a.cases.split(",")):  # --cases "": build the modules only
         n, cin, cout, k, hw, s, p, op_, d, g = CASES[name]
         for dn in a.dtypes.split(","):
             dt = DTYPES[dn]
@@ -115,7 +116,12 @@ def main(argv=None) -> int:
                 lines, span = summarize(f"{name} {dn} rev {rev}: GPU time {us:.1f} us", marks)
                 out += lines + [""]
                 summary.append(f"| {name} | {dn} | {rev} | {us:.1f} | {span:.1f} | {err:.1e} |")
-    print("\n".join(out + summary))
+                blocks = int((marks[:, 0] > 0).sum())
+                for smem in (0, 100 * 1024):  # none, and about the stack kernel's (two blocks an SM)
+                    row = f"| {blocks} | {smem} |"
+                    if not any(l.startswith(row) for l in launch):
+                        launch.append(f"{row} {gpu_us(mod.empty, [(blocks, 256, smem)], reps=30):.1f} |")
+    print("\n".join(out + summary + ["", "Launch and drain alone (an empty kernel, same method):"] + launch))
     return 0
 
 

@@ -21,7 +21,7 @@ namespace {
 #include "wg_ptx.cuh"
 
 __global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int rank, int c0, int c1, int bytes, int words,
-                      int issuer) {
+                      int issuer, int via_lambda) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // the wrappers exist for sm_90a only
   extern __shared__ __align__(1024) unsigned char sm[];
   __shared__ __align__(8) uint64_t bar;
@@ -31,9 +31,15 @@ __global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int ran
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // via_lambda: issued from a lambda that captures the map by reference, as the stack kernel's ring did
+  auto issue = [&](int x0) {
+    if (rank == 5) tma_load_5d(dst, &m, &bar, x0, c1, 0, 0, 0);
+    else tma_load_4d(dst, &m, &bar, x0, c1, 0, 0);
+  };
   if (threadIdx.x == issuer) {
     mbar_expect_tx(&bar, bytes);
-    if (rank == 5) tma_load_5d(dst, &m, &bar, c0, c1, 0, 0, 0);
+    if (via_lambda) issue(c0);
+    else if (rank == 5) tma_load_5d(dst, &m, &bar, c0, c1, 0, 0, 0);
     else tma_load_4d(dst, &m, &bar, c0, c1, 0, 0);
   }
   mbar_wait(&bar, 0);
@@ -42,7 +48,7 @@ __global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int ran
 }
 }  // namespace
 torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box,
-                  int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer) {
+                  int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer, int64_t via_lambda) {
   // The main extension's encoder (convt_wg.cu) is not exported to Python; the same driver call and flags here.
   void* f = nullptr; cudaDriverEntryPointQueryResult q;
   TORCH_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess);
@@ -59,12 +65,12 @@ torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_
   auto out = torch::full({words}, -1.f, x.options());
   cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   probe<<<1, threads, smem, c10::cuda::getCurrentCUDAStream()>>>(m, out.data_ptr<float>(), rank, c0, c1, int(words * 4),
-                                                                   int(words), int(issuer));
+                                                                   int(words), int(issuer), int(via_lambda));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }
 '''
-CPP = "torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box, int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer);"
+CPP = "torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box, int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer, int64_t via_lambda);"
 W, H, C = 256, 256, 56
 P = W * H * 4
 F32, U32, SW128, SWNONE = 7, 2, 3, 0  # CUtensorMapDataType FLOAT32=7, UINT32=2; swizzle 128B=3
@@ -79,16 +85,19 @@ VARIANTS = {
     "4d f32 swz128 small smem": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 16384, 256, 0),
     "4d f32 swz128 issuer warp 8": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 110000, 288, 256),
     "2d f32 swz128 (W x H*C)": ([W, H * C], [W * 4], [32, C], F32, SW128, 0, 0, 110000, 256, 0),
+    # the map reached through a lambda's by-reference capture (the stack kernel's tma_row)
+    "stack-like 5d, via lambda": ([W, H, C, 1, 1], [W * 4, P, P * C, P * C], [32, 1, C, 1, 1], F32, SW128, -2, 0, 110000, 256, 0, 1),
+    "4d f32 swz128, via lambda": ([W, H, C, 1], [W * 4, P, P * C], [32, 1, C, 1], F32, SW128, 0, 0, 110000, 256, 0, 1),
 }
 
 def one(name):
     import importlib.util
     spec = importlib.util.spec_from_file_location("tma_probe", os.path.join(os.environ["PROBE_DIR"], "tma_probe.so"))
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    dims, strides, box, dt, sw, c0, c1, smem, threads, issuer = VARIANTS[name]
+    dims, strides, box, dt, sw, c0, c1, smem, threads, issuer, *lam = VARIANTS[name]
     torch.manual_seed(0)
     x = torch.randn(1, C, H, W, device="cuda")
-    out = mod.run(x, dims, strides, box, dt, sw, c0, c1, smem, threads, issuer)
+    out = mod.run(x, dims, strides, box, dt, sw, c0, c1, smem, threads, issuer, lam[0] if lam else 0)
     torch.cuda.synchronize()
     # the box: columns c0..c0+box0 (zero outside), rows c1..c1+box1, channels 0..box2 (rank >= 3)
     xs = torch.nn.functional.pad(x, (64, 64))[0]  # pad width by 64 a side
