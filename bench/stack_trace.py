@@ -52,7 +52,8 @@ def load_module(rev: str):
     # the kernels' headers too: convt_stack.cu includes them, and the build's own key covers only bench/csrc's
     headers = hashlib.sha256(b"".join((_build.CSRC / h).read_bytes() for h in _build.HEADERS)).hexdigest()[:16]
     key = f"stack-trace|{digest}|{headers}|{' '.join(extra)}"
-    return _build._load("stacktrace", ("stack_trace.cu",), ["-O3"], flags, [], key, root=ROOT,
+    # tma_map.cu: the tensor-map encoder the stack kernel's TMA ring calls (the main extension's, not linked here)
+    return _build._load("stacktrace", ("stack_trace.cu", "../../kernels/csrc/cuda/tma_map.cu"), ["-O3"], flags, [], key, root=ROOT,
                         python_module=True)
 
 

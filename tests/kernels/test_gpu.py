@@ -634,6 +634,35 @@ def test_stack_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
+# The stack kernel's TMA ring (TF32): rows past the first uh land in shared memory by TMA, a segment's fourth input
+# row on. Segments of four or more cell rows need many strips a wave (the grid aims at one wave of 2 blocks an SM), so
+# these are batches of narrow images. The last takes the register path: its width is off 16 bytes.
+STACK_RING_CASES = {
+    # FSRCNN's layer, 5 cell rows a segment (the ring wraps), 56 channels of 64 (the slots' zero channels), bias
+    "fsrcnn-n24-20x72": (Case(24, 56, 1, (9, 9), (20, 72), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
+    # two groups of 32 channels (the 5-d map, a warpgroup's short k), two segments an image, output padding 1
+    "g2-n12-30x100": (Case(12, 64, 2, (9, 9), (30, 100), (3, 3), (4, 4), (1, 1), (1, 1), 2, False), True),
+    # a non-contiguous input (the op's contiguous copy) and images cut by the edges at every strip
+    "fsrcnn-n16-26x136-nc": (Case(16, 40, 1, (9, 9), (26, 136), (3, 3), (4, 4), (2, 2), (1, 1), 1, True,
+                                  noncontiguous=True), True),
+    "fsrcnn-n24-20x70": (Case(24, 56, 1, (9, 9), (20, 70), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), False),
+}
+
+
+@pytest.mark.parametrize("precision", ["float32-tf32"], indirect=True)
+@pytest.mark.parametrize("name", STACK_RING_CASES)
+def test_stack_ring_cuda(seed, precision, name, monkeypatch):
+    """TF32 cases forced onto the stack kernel whose segments reach its TMA ring (or, the last, that do not take it)."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma and TMA: sm_90 only")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "stack")
+    case, ring = STACK_RING_CASES[name]
+    assert path_taken(case, torch.float32) == "stack", name
+    x, w, _ = case.tensors(torch.float32, "cuda", torch.Generator().manual_seed(0))
+    assert torch.ops.convt.cuda_stack_ring(x, w, *case.args()) == ring, name
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1", "dcgan-512-256-n64", "dcgan-128-64-n1"])
 def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):

@@ -635,6 +635,17 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
   }
 }
 
+// Whether the stack path, if taken, loads its later rows by its TMA ring (convt_stack.h stack_ring).
+bool cuda_stack_ring(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
+                     at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+  CONVT_CHECK(input.is_cuda(), "cuda_stack_ring: input must be a CUDA tensor");
+  const c10::cuda::CUDAGuard guard(input.device());
+  const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
+  const ConvTParams p = make_params(input4, weight.contiguous(), c10::nullopt, stride, padding, output_padding, groups,
+                                    dilation);
+  return stack_ring(p, input4, at::globalContext().allowTF32CuDNN());
+}
+
 }  // namespace
 
 CONVT_REGISTER_BACKEND(CUDA, launch_cuda)
@@ -644,6 +655,10 @@ TORCH_LIBRARY_FRAGMENT(convt, m) {
       "cuda_path(Tensor input, Tensor weight, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, "
       "int groups=1, int[2] dilation=1) -> str",
       &cuda_path);
+  m.def(
+      "cuda_stack_ring(Tensor input, Tensor weight, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, "
+      "int groups=1, int[2] dilation=1) -> bool",
+      &cuda_stack_ring);
 }
 
 }  // namespace convt

@@ -27,6 +27,7 @@
 #include "convt_stack.h"
 #include "convt_tc.h"
 #include "smem_attr.h"
+#include "tma_map.h"
 #include "wgmma_ops.h"
 
 namespace convt {
@@ -42,11 +43,27 @@ constexpr int kN = 32;         // a pixel's products, padded: wgmma's N
 constexpr int kMaxCin = 64;    // input channels a group
 constexpr int kMaxU = 4;       // width offsets
 constexpr int kItems = 3;      // the col2im's outputs a thread a cell row
-// Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (lanes' rows 2t apart,
-// pixels g) covers 32 banks.
+// Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (a half-warp's rows 2t
+// apart, pixel pairs 2g, 2g + 1) covers 32 banks.
 constexpr int kPitch = 68;
 constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
+// TF32 where the input's rows are 16-byte aligned: input rows in flight by TMA beyond the uh rows in registers, a
+// shared-memory slot each. Every block starts at once and wants its first rows together, so DRAM is busiest at the
+// start; loaded one cell row ahead (v42), later rows left DRAM idle under the cell rows' compute and the loop waited
+// on them. A slot is one TMA box of the row, kBoxPx pixels x 16 KS channels, unswizzled. A box's first column must
+// sit on 16 bytes (a TMA load traps otherwise: bench.tma_probe, session 43), so it starts at the strip's first column
+// rounded down to 4, and its 64 + 4 columns cover the strip at the shift s = 0 or 2. A channel's 68 floats (272 bytes)
+// are also the pitch that spreads a half-warp's 8-byte reads (channels 2t apart, pixel pairs 2g) over all banks.
+constexpr int kRing = 3;
+constexpr int kBoxPx = kPx + 4;
+constexpr int kChBytes = kBoxPx * 4;
+constexpr int kSlotBytesFor(int ks) { return 16 * ks * kChBytes; }
+constexpr int kAlign = 128;  // a TMA destination's alignment
+#ifndef CONVT_STACK_TMA_PRE
+#define CONVT_STACK_TMA_PRE kRing  // ring rows issued at the block's start (the rest one a cell row)
+#endif
+constexpr int kPre = CONVT_STACK_TMA_PRE;
 
 // bench/stack_trace.py builds this file with CONVT_STACK_TRACE to time one block's phases (thread 0's clock after
 // each block barrier; %globaltimer at its start and end, to place blocks against one another). Compiled out otherwise.
@@ -75,6 +92,7 @@ struct StackGeom : CellsGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
+  int tma_ch = 0;        // TMA: channels a box, min(16 KS, Cin/g) (set by the launch)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
@@ -96,21 +114,29 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 // (unrolled by UH). KS: a warpgroup's k-steps a row, at compile time (the group's channels padded with zeros to
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
 // warpgroup.arrive wherever control flow enters one.
-template <typename T, int UH, int KS>
+// TMA: TF32 rows UH.. by TMA into the ring (else every row by loads into registers, one cell row ahead).
+template <typename T, int UH, int KS, bool TMA>
 __global__ void __launch_bounds__(kThreads, 2)
-    convt_stack_kernel(const ConvTParams p, const StackGeom g, const T* __restrict__ x, const T* __restrict__ w,
-                       const T* __restrict__ bias, T* __restrict__ y) {
+    convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
+                       const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                       T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
+  static_assert(!(TMA && kHalf), "the ring takes TF32 rows");
   constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
   constexpr int kKS = KS;
   constexpr int kLd = kHalf ? 8 : 4;        // loads a k-step a thread
   constexpr int kCh = kLd / 2;              // channels a k-step a thread, at two pixels each
   using Op = typename wg::OpFor<T>::type;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
-  extern __shared__ __align__(128) uint8_t smem[];
-  float* buf = reinterpret_cast<float*>(smem);          // [warpgroup][2][product][kPitch]
-  uint8_t* wsm = smem + kWgs * kBufFloats * 4;          // [k-step][offset]: kBlockBytes each
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  // [ring slots (TMA), kAlign-aligned][buffers][weights][slots' barriers]
+  constexpr int kSlotBytes = TMA ? kSlotBytesFor(KS) : 0;
+  uint8_t* smem = TMA ? smem_raw + ((kAlign - (smem_addr(smem_raw) & (kAlign - 1))) & (kAlign - 1)) : smem_raw;
+  uint8_t* ring = smem;
+  float* buf = reinterpret_cast<float*>(smem + kRing * kSlotBytes);  // [warpgroup][2][product][kPitch]
+  uint8_t* wsm = smem + kRing * kSlotBytes + kWgs * kBufFloats * 4;  // [k-step][offset]: kBlockBytes each
+  uint64_t* full = reinterpret_cast<uint64_t*>(wsm + kWgs * kKS * UH * kBlockBytes);  // a slot's row has landed
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
 #ifdef CONVT_STACK_TRACE
   unsigned smid_;
@@ -130,15 +156,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int nrows = ncell + UH - 1;  // input rows the segment's cells read
 
   // A = the input, (pixel m) x (channel k): a0..a3 hold (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) for TF32, and
-  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... Load l
-  // reads channel slot ch(l) at pixel px(l). A load's address is a 32-bit offset from a row's pointer: the channel's
-  // plane offset, fixed for the block (or -1 past the group's channels), on a row pointer clamped into the image once
-  // a row, so every load is legal; those outside the image or the channels are predicated off to zero.
+  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... Rows g
+  // and g + 8 are pixels 2g and 2g + 1, so a thread's two pixels sit side by side (one 8-byte read of the ring, one
+  // 8-byte store of an accumulator pair); TF32's columns t and t + 4 are channels 2t and 2t + 1 (the weights' rows
+  // follow), which spreads a ring read's lanes over all banks. Load l reads channel slot ch(l) at pixel px(l). A
+  // load's address is a 32-bit offset from a row's pointer: the channel's plane offset, fixed for the block (or -1
+  // past the group's channels), on a row pointer clamped into the image once a row, so every load is legal; those
+  // outside the image or the channels are predicated off to zero.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
-  const int ix0 = b0 + g.db0 + 16 * warp + gq;
-  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
-  const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 8, 0), g.win - 1))};
+  const int ix0 = b0 + g.db0 + 16 * warp + 2 * gq;
+  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 1 >= 0 && ix0 + 1 < g.win};
+  const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 1, 0), g.win - 1))};
   auto ch = [](int l) { return kHalf ? (l & 1) + 2 * (l >> 2) : l >> 1; };
   auto px = [](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
   int coff[kKS][kCh];
@@ -146,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int ks = 0; ks < kKS; ++ks)
 #pragma unroll
     for (int c = 0; c < kCh; ++c) {
-      const int k = kHalf ? (ks0 + ks) * 16 + 2 * t + (c & 1) + 8 * (c >> 1) : (ks0 + ks) * 8 + t + 4 * c;
+      const int k = kHalf ? (ks0 + ks) * 16 + 2 * t + (c & 1) + 8 * (c >> 1) : (ks0 + ks) * 8 + 2 * t + c;
       coff[ks][c] = k < g.cin_g ? int(unsigned(k) * hw) : -1;
     }
   uint32_t set[UH][kKS][4];  // a row's A fragments: TF32 words, or packed half pairs
@@ -191,6 +220,54 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (kHalf) issue(R, raw);
     else issue(R, s);
   };
+  // The ring (TMA): row R lands in slot r as one box of the group's channels from column xal, the strip's first
+  // rounded down to 4 (TMA zero-fills past the image's rows and columns); thread 0 issues. The launch takes this path
+  // only where the strip's first column is even, so the shift sh is 0 or 2 and a pixel pair is one aligned 8 bytes.
+  const int xal = (b0 + g.db0) & ~3, sh = b0 + g.db0 - xal;
+  auto tma_row = [&](int R, int r) {
+    if constexpr (TMA) {
+      if (R < nrows) {
+        uint8_t* dst = ring + r * kSlotBytes;
+        const int yc = a0 + g.da0 + R;
+        mbar_expect_tx(&full[r], kChBytes * g.tma_ch);
+        if (p.groups > 1) tma_load_5d(dst, &xmap, &full[r], xal, yc, 0, grp, img);
+        else tma_load_4d(dst, &xmap, &full[r], xal, yc, 0, img);
+      }
+    }
+  };
+  // A thread's fragments of slot r's row, rounded to TF32: per k-step, channels 2t and 2t + 1 at pixels 2g, 2g + 1
+  // (8 bytes each) of warp w's 16, at word (channel) kBoxPx + sh + 16 w + 2g of the slot.
+  constexpr uint32_t kStepBytes = 8 * kChBytes;
+  const uint32_t tma_off0 = uint32_t((2 * t) * kChBytes + 4 * (sh + 16 * warp + 2 * gq)), tma_off1 = tma_off0 + kChBytes;
+  auto take_row = [&](uint32_t (&s)[kKS][4], int r) {
+    const uint32_t a = smem_addr(ring + r * kSlotBytes) + uint32_t(ks0) * kStepBytes;
+#pragma unroll
+    for (int ks = 0; ks < kKS; ++ks) {
+      uint32_t v0, v1, v2, v3;
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v0), "=r"(v1) : "r"(a + tma_off0 + ks * kStepBytes));
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v2), "=r"(v3) : "r"(a + tma_off1 + ks * kStepBytes));
+      s[ks][0] = tf32_finite(v0);
+      s[ks][1] = tf32_finite(v1);
+      s[ks][2] = tf32_finite(v2);
+      s[ks][3] = tf32_finite(v3);
+    }
+  };
+  if constexpr (TMA) {
+    if (tid == 0) {
+#pragma unroll
+      for (int r = 0; r < kRing; ++r) mbar_init(&full[r], 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#pragma unroll
+      for (int r = 0; r < kPre; ++r) tma_row(UH + r, r);
+    }
+    // A box holds the group's channels only (a box may not outrun the tensor): the slots' channels past them, which
+    // the weights' zeros multiply (and NaN times zero is NaN), are zeroed once here.
+    const int pad_words = (16 * KS - g.tma_ch) * kBoxPx;
+    for (int i = tid; i < kRing * pad_words; i += kThreads) {
+      const int b = i / pad_words, e = i - b * pad_words;
+      reinterpret_cast<uint32_t*>(ring + b * kSlotBytes + g.tma_ch * kChBytes)[e] = 0u;
+    }
+  }
 
   // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
   issue_into(0, set[0]);
@@ -225,7 +302,10 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int k0 = (v + kWarps * u) * kE;
 #pragma unroll
         for (int kk = 0; kk < kE; ++kk) {
-          const int k = k0 + kk;
+          // TF32: a k-step's first 16-byte row holds its even channels, the second its odd ones (the input's
+          // fragments put channels 2t, 2t + 1 in columns t, t + 4).
+          const int row = v + kWarps * u;
+          const int k = kHalf ? k0 + kk : (row >> 1) * kK + (row & 1) + 2 * kk;
           e[i][u][kk] =
               c >= 0 && k < g.cin_g && v + kWarps * u < kRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
         }
@@ -290,21 +370,22 @@ __global__ void __launch_bounds__(kThreads, 2)
   STACK_MARK(3, clock64());
   if constexpr (!kHalf) {
 #pragma unroll
-    for (int s = 0; s + 1 < UH; ++s) finish(set[s]);
+    for (int s = 0; s + (TMA ? 0 : 1) < UH; ++s) finish(set[s]);
   }
+  int slot = 0, phase = 0;  // TMA: row c + UH's slot at cell row c, and the parity of its barrier's phase
 
   const uint32_t wlo = desc_lo(smem_addr(wsm + ks0 * UH * kBlockBytes), 512);
   float acc[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) acc[e] = 0.f;
-  // Accumulator d[4 nt + e]: pixel 16 w + g (+ 8 for e >= 2), product 8 nt + 2t + (e & 1).
-  float* srow = buf + wgi * kBufFloats + (2 * t) * kPitch + 16 * warp + gq;
+  // Accumulator d[4 nt + e]: pixel 16 w + 2g (+ 1 for e >= 2), product 8 nt + 2t + (e & 1).
+  float* srow = buf + wgi * kBufFloats + (2 * t) * kPitch + 16 * warp + 2 * gq;
   for (int c0 = 0; c0 < ncell; c0 += UH) {
 #pragma unroll
     for (int ph = 0; ph < UH; ++ph) {
       const int c = c0 + ph;
       if (c < ncell) {
-        finish(set[(ph + UH - 1) % UH]);  // the row that cell row c reads last, in flight until now
+        if constexpr (!TMA) finish(set[(ph + UH - 1) % UH]);  // the row that cell row c reads last, in flight until now
         wgmma_fence();
         // Two commit groups: the oldest row's products first, so its set takes the next row's loads as soon as they
         // retire, under the other rows' wgmma and the sums of cell row c - 1.
@@ -319,7 +400,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (c + UH < nrows) issue_into(c + UH, set[ph]);  // row c's set, read for the last time by the first group
+        // Row c's set, read for the last time by the first group, takes row c + UH: from its ring slot, or its loads.
+        if constexpr (TMA) {
+          if (c + UH < nrows) {
+            mbar_wait(&full[slot], phase);
+            take_row(set[ph], slot);
+          }
+        } else if (c + UH < nrows) {
+          issue_into(c + UH, set[ph]);
+        }
         if (c > 0) col2im(c - 1);
         wgmma_wait<0>();
         fence_regs(acc);
@@ -327,8 +416,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) sr[(8 * nt + (e & 1)) * kPitch + 8 * (e >> 1)] = acc[4 * nt + e];
+          for (int e = 0; e < 2; ++e)
+            *reinterpret_cast<float2*>(sr + (8 * nt + e) * kPitch) = make_float2(acc[4 * nt + e], acc[4 * nt + e + 2]);
         __syncthreads();
+        if constexpr (TMA) {  // every thread has read slot c's row: row c + UH + kPre takes slot c + kPre
+          if (tid == 0) tma_row(c + UH + kPre, slot + kPre >= kRing ? slot + kPre - kRing : slot + kPre);
+          if (++slot == kRing) {
+            slot = 0;
+            phase ^= 1;
+          }
+        }
 #ifdef CONVT_STACK_TRACE
         if (c < kTraceRows) STACK_MARK(4 + c, clock64());
 #endif
@@ -345,6 +442,15 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // False where the shape is outside the kernel's limits (convt_stack.h). Each axis takes the shift whose taps read the
 // fewest offsets.
+bool geometry(const ConvTParams& p, int elem, StackGeom& g);
+
+// The TMA ring (TF32): rows whose strides and start are 16-byte aligned, at least a box wide, and the strips' first
+// columns even (sh 0 or 2: a thread's pixel pair is one aligned 8-byte read).
+bool ring_fits(const ConvTParams& p, const StackGeom& g, const at::Tensor& x) {
+  return x.scalar_type() == at::kFloat && p.Win % 4 == 0 && p.Win >= kBoxPx && g.sc % 2 == 0 && g.db0 % 2 == 0 &&
+         reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
+}
+
 bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   if (p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
   AxisCells ah[2], aw[2];
@@ -388,8 +494,9 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
-  auto go = [&](auto kernel, int ks) {
-    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes);
+  auto go = [&](auto kernel, int ks, bool tma) {
+    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) +
+                      (tma ? kAlign + kRing * (kSlotBytesFor(ks) + 8) : 0);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
@@ -400,19 +507,48 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     g.rseg = static_cast<int>(rseg);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
-    kernel<<<grid, kThreads, bytes, stream>>>(p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
+    CUtensorMap xmap{};
+    if (tma) {
+      // (column, row, channel of the group, group, image), innermost first; a box is kBoxPx columns of one row of
+      // one group's channels, at most 16 KS. No box dimension exceeds the tensor's.
+      // One group: no group dimension (its stride would equal the image's, which the TMA load traps on).
+      const int rank = p.groups > 1 ? 5 : 4;
+      const cuuint64_t row = cuuint64_t(p.Win) * 4, plane = row * cuuint64_t(p.Hin);
+      const cuuint64_t dims5[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
+                                   cuuint64_t(p.N)};
+      const cuuint64_t strides5[4] = {row, plane, plane * cuuint64_t(p.Cin_g), plane * cuuint64_t(p.Cin)};
+      const cuuint64_t dims4[4] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.N)};
+      const cuuint64_t strides4[3] = {row, plane, plane * cuuint64_t(p.Cin)};
+      g.tma_ch = std::min(16 * ks, g.cin_g);
+      const cuuint32_t box[5] = {kBoxPx, 1, cuuint32_t(g.tma_ch), 1, 1};
+      xmap = encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, rank, x.const_data_ptr(), rank == 5 ? dims5 : dims4,
+                              rank == 5 ? strides5 : strides4, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    }
+    kernel<<<grid, kThreads, bytes, stream>>>(xmap, p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
                                               out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
   // A warpgroup's k-steps: half of the group's channels, padded to a quarter or a half of 64.
   constexpr int kS = kFullKS / 4, kL = kFullKS / 2;
   const bool short_k = g.ksteps <= 2 * kS;
+  if constexpr (sizeof(T) == 4) {
+    if (ring_fits(p, g, x)) {
+      if (g.uh == 2) {
+        if (short_k) go(convt_stack_kernel<T, 2, kS, true>, kS, true);
+        else go(convt_stack_kernel<T, 2, kL, true>, kL, true);
+      } else {
+        if (short_k) go(convt_stack_kernel<T, 3, kS, true>, kS, true);
+        else go(convt_stack_kernel<T, 3, kL, true>, kL, true);
+      }
+      return;
+    }
+  }
   if (g.uh == 2) {
-    if (short_k) go(convt_stack_kernel<T, 2, kS>, kS);
-    else go(convt_stack_kernel<T, 2, kL>, kL);
+    if (short_k) go(convt_stack_kernel<T, 2, kS, false>, kS, false);
+    else go(convt_stack_kernel<T, 2, kL, false>, kL, false);
   } else {
-    if (short_k) go(convt_stack_kernel<T, 3, kS>, kS);
-    else go(convt_stack_kernel<T, 3, kL>, kL);
+    if (short_k) go(convt_stack_kernel<T, 3, kS, false>, kS, false);
+    else go(convt_stack_kernel<T, 3, kL, false>, kL, false);
   }
 }
 
@@ -427,6 +563,11 @@ int stack_rows(const ConvTParams& p, const at::Tensor& x, bool tf32) {
 }
 
 bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) { return stack_rows(p, x, tf32) > 0; }
+
+bool stack_ring(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+  StackGeom g;
+  return stack_rows(p, x, tf32) > 0 && geometry(p, static_cast<int>(x.element_size()), g) && ring_fits(p, g, x);
+}
 
 void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream) {

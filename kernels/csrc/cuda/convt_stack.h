@@ -20,6 +20,9 @@ bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
 // The input rows a cell row stacks in the reduction (its height offsets, 2 or 3), or 0 where the kernel does not take
 // the shape.
 int stack_rows(const ConvTParams& p, const at::Tensor& x, bool tf32);
+// Whether the launch loads rows past the first uh by TMA into a shared-memory ring (TF32 on aligned rows, convt_stack.cu
+// ring_fits), so the tests can prove a forced case ran on it.
+bool stack_ring(const ConvTParams& p, const at::Tensor& x, bool tf32);
 void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream);
 

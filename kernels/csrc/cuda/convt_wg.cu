@@ -15,14 +15,12 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "tma_map.h"
@@ -30,43 +28,6 @@
 #include "smem_attr.h"
 
 namespace convt {
-namespace {
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess) {
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    }
-  });
-  TORCH_CHECK(fn != nullptr, "convt: cuTensorMapEncodeTiled is not available from the CUDA driver");
-  return fn;
-}
-
-}  // namespace
-
-CUtensorMap encode_tiled_map(CUtensorMapDataType type, int rank, const void* base, const cuuint64_t* dims,
-                             const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
-  CUtensorMap map;
-  const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
-  const CUresult r = encode_fn()(&map, type, rank, const_cast<void*>(base), dims, strides, box, ones,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::string shape;
-    for (int i = 0; i < rank; ++i) {
-      shape += " dim" + std::to_string(i) + "=" + std::to_string(dims[i]) + " box=" + std::to_string(box[i]) +
-               (i > 0 ? " stride=" + std::to_string(strides[i - 1]) : "");
-    }
-    TORCH_CHECK(false, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), ":", shape);
-  }
-  return map;
-}
-
 namespace {
 
 #include "tc_common.cuh"
