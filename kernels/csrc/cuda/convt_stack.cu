@@ -43,27 +43,26 @@ constexpr int kN = 32;         // a pixel's products, padded: wgmma's N
 constexpr int kMaxCin = 64;    // input channels a group
 constexpr int kMaxU = 4;       // width offsets
 constexpr int kItems = 3;      // the col2im's outputs a thread a cell row
-// Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (a half-warp's rows 2t
-// apart, pixel pairs 2g, 2g + 1) covers 32 banks.
+// Floats a product row of the buffer: 64 pixels and 4 more, so that an accumulator store (lanes' rows 2t apart,
+// pixels g) covers 32 banks.
 constexpr int kPitch = 68;
 constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
-// TF32 where the input's rows are 16-byte aligned: input rows in flight by TMA beyond the uh rows in registers, a
-// shared-memory slot each. Every block starts at once and wants its first rows together, so DRAM is busiest at the
-// start; loaded one cell row ahead (v42), later rows left DRAM idle under the cell rows' compute and the loop waited
-// on them. A slot is one TMA box of the row, kBoxPx pixels x 16 KS channels, unswizzled. A box's first column must
-// sit on 16 bytes (a TMA load traps otherwise: bench.tma_probe, session 43), so it starts at the strip's first column
-// rounded down to 4, and its 64 + 4 columns cover the strip at the shift s = 0 or 2. A channel's 68 floats (272 bytes)
-// are also the pitch that spreads a half-warp's 8-byte reads (channels 2t apart, pixel pairs 2g) over all banks.
+// TF32 on 16-byte-aligned rows: the input rows past the first uh come by TMA into a ring of shared-memory slots,
+// issued kPre rows ahead by one thread, rather than by each thread's loads one cell row ahead (v42, whose cell rows
+// waited on them). A slot is one box: kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on
+// 16 bytes (TMA traps otherwise: bench.tma_probe, session 43), so it starts at the strip's first column rounded down
+// to 4, at a shift sh of 0-3; 72 columns cover the strip at any shift and are the pitch (8 banks a channel) at which
+// a warp's reads of its A fragments, channels t and t + 4 at pixels g and g + 8, hit 32 banks.
 constexpr int kRing = 3;
-constexpr int kBoxPx = kPx + 4;
+constexpr int kBoxPx = kPx + 8;
 constexpr int kChBytes = kBoxPx * 4;
-constexpr int kSlotBytesFor(int ks) { return 16 * ks * kChBytes; }
+constexpr int kSlotBytes(int ks) { return 16 * ks * kChBytes; }
 constexpr int kAlign = 128;  // a TMA destination's alignment
 #ifndef CONVT_STACK_TMA_PRE
-#define CONVT_STACK_TMA_PRE kRing  // ring rows issued at the block's start (the rest one a cell row)
+#define CONVT_STACK_TMA_PRE kRing
 #endif
-constexpr int kPre = CONVT_STACK_TMA_PRE;
+constexpr int kPre = CONVT_STACK_TMA_PRE;  // ring rows issued at the block's start; then one a cell row
 
 // bench/stack_trace.py builds this file with CONVT_STACK_TRACE to time one block's phases (thread 0's clock after
 // each block barrier; %globaltimer at its start and end, to place blocks against one another). Compiled out otherwise.
@@ -92,7 +91,7 @@ struct StackGeom : CellsGeom {
   int strips;            // strips an image
   int items;             // the col2im's outputs a cell row of a strip: Cout/g x sh x sw x sc
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
-  int tma_ch = 0;        // TMA: channels a box, min(16 KS, Cin/g) (set by the launch)
+  int tma_ch = 0;        // the ring: channels a box, min(16 KS, Cin/g) (set by the launch)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
@@ -114,7 +113,7 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 // (unrolled by UH). KS: a warpgroup's k-steps a row, at compile time (the group's channels padded with zeros to
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
 // warpgroup.arrive wherever control flow enters one.
-// TMA: TF32 rows UH.. by TMA into the ring (else every row by loads into registers, one cell row ahead).
+// TMA: rows UH.. through the ring (TF32 only).
 template <typename T, int UH, int KS, bool TMA>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
@@ -122,20 +121,20 @@ __global__ void __launch_bounds__(kThreads, 2)
                        T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
-  static_assert(!(TMA && kHalf), "the ring takes TF32 rows");
   constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
   constexpr int kKS = KS;
   constexpr int kLd = kHalf ? 8 : 4;        // loads a k-step a thread
   constexpr int kCh = kLd / 2;              // channels a k-step a thread, at two pixels each
   using Op = typename wg::OpFor<T>::type;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
+  static_assert(!(TMA && kHalf), "the ring takes TF32 rows");
+  constexpr int kSlot = TMA ? kSlotBytes(KS) : 0;
   extern __shared__ __align__(128) uint8_t smem_raw[];
-  // [ring slots (TMA), kAlign-aligned][buffers][weights][slots' barriers]
-  constexpr int kSlotBytes = TMA ? kSlotBytesFor(KS) : 0;
+  // [ring slots][buffers][weights][the slots' barriers]
   uint8_t* smem = TMA ? smem_raw + ((kAlign - (smem_addr(smem_raw) & (kAlign - 1))) & (kAlign - 1)) : smem_raw;
   uint8_t* ring = smem;
-  float* buf = reinterpret_cast<float*>(smem + kRing * kSlotBytes);  // [warpgroup][2][product][kPitch]
-  uint8_t* wsm = smem + kRing * kSlotBytes + kWgs * kBufFloats * 4;  // [k-step][offset]: kBlockBytes each
+  float* buf = reinterpret_cast<float*>(smem + kRing * kSlot);  // [warpgroup][2][product][kPitch]
+  uint8_t* wsm = smem + kRing * kSlot + kWgs * kBufFloats * 4;  // [k-step][offset]: kBlockBytes each
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + kWgs * kKS * UH * kBlockBytes);  // a slot's row has landed
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
 #ifdef CONVT_STACK_TRACE
@@ -156,18 +155,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int nrows = ncell + UH - 1;  // input rows the segment's cells read
 
   // A = the input, (pixel m) x (channel k): a0..a3 hold (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) for TF32, and
-  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... Rows g
-  // and g + 8 are pixels 2g and 2g + 1, so a thread's two pixels sit side by side (one 8-byte read of the ring, one
-  // 8-byte store of an accumulator pair); TF32's columns t and t + 4 are channels 2t and 2t + 1 (the weights' rows
-  // follow), which spreads a ring read's lanes over all banks. Load l reads channel slot ch(l) at pixel px(l). A
-  // load's address is a 32-bit offset from a row's pointer: the channel's plane offset, fixed for the block (or -1
-  // past the group's channels), on a row pointer clamped into the image once a row, so every load is legal; those
-  // outside the image or the channels are predicated off to zero.
+  // the pairs (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) for half types, of warp w's pixels 16 w... Load l
+  // reads channel slot ch(l) at pixel px(l). A load's address is a 32-bit offset from a row's pointer: the channel's
+  // plane offset, fixed for the block (or -1 past the group's channels), on a row pointer clamped into the image once
+  // a row, so every load is legal; those outside the image or the channels are predicated off to zero.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
-  const int ix0 = b0 + g.db0 + 16 * warp + 2 * gq;
-  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 1 >= 0 && ix0 + 1 < g.win};
-  const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 1, 0), g.win - 1))};
+  const int ix0 = b0 + g.db0 + 16 * warp + gq;
+  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
+  const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 8, 0), g.win - 1))};
   auto ch = [](int l) { return kHalf ? (l & 1) + 2 * (l >> 2) : l >> 1; };
   auto px = [](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
   int coff[kKS][kCh];
@@ -175,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int ks = 0; ks < kKS; ++ks)
 #pragma unroll
     for (int c = 0; c < kCh; ++c) {
-      const int k = kHalf ? (ks0 + ks) * 16 + 2 * t + (c & 1) + 8 * (c >> 1) : (ks0 + ks) * 8 + 2 * t + c;
+      const int k = kHalf ? (ks0 + ks) * 16 + 2 * t + (c & 1) + 8 * (c >> 1) : (ks0 + ks) * 8 + t + 4 * c;
       coff[ks][c] = k < g.cin_g ? int(unsigned(k) * hw) : -1;
     }
   uint32_t set[UH][kKS][4];  // a row's A fragments: TF32 words, or packed half pairs
@@ -220,14 +216,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (kHalf) issue(R, raw);
     else issue(R, s);
   };
-  // The ring (TMA): row R lands in slot r as one box of the group's channels from column xal, the strip's first
-  // rounded down to 4 (TMA zero-fills past the image's rows and columns); thread 0 issues. The launch takes this path
-  // only where the strip's first column is even, so the shift sh is 0 or 2 and a pixel pair is one aligned 8 bytes.
+  // The ring: row R lands in slot r as one box of the group's channels from column xal (TMA zero-fills past the
+  // image's rows and columns); thread 0 issues.
   const int xal = (b0 + g.db0) & ~3, sh = b0 + g.db0 - xal;
   auto tma_row = [&](int R, int r) {
     if constexpr (TMA) {
       if (R < nrows) {
-        uint8_t* dst = ring + r * kSlotBytes;
+        uint8_t* dst = ring + r * kSlot;
         const int yc = a0 + g.da0 + R;
         mbar_expect_tx(&full[r], kChBytes * g.tma_ch);
         if (p.groups > 1) tma_load_5d(dst, &xmap, &full[r], xal, yc, 0, grp, img);
@@ -235,21 +230,20 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   };
-  // A thread's fragments of slot r's row, rounded to TF32: per k-step, channels 2t and 2t + 1 at pixels 2g, 2g + 1
-  // (8 bytes each) of warp w's 16, at word (channel) kBoxPx + sh + 16 w + 2g of the slot.
-  constexpr uint32_t kStepBytes = 8 * kChBytes;
-  const uint32_t tma_off0 = uint32_t((2 * t) * kChBytes + 4 * (sh + 16 * warp + 2 * gq)), tma_off1 = tma_off0 + kChBytes;
+  // Slot r's row as a thread's A fragments, rounded: per k-step, channels t and t + 4 at pixels g and g + 8.
+  const uint32_t toff = uint32_t((ks0 * 8 + t) * kChBytes + 4 * (sh + 16 * warp + gq));
   auto take_row = [&](uint32_t (&s)[kKS][4], int r) {
-    const uint32_t a = smem_addr(ring + r * kSlotBytes) + uint32_t(ks0) * kStepBytes;
+    const uint32_t a = smem_addr(ring + r * kSlot) + toff;
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
-      uint32_t v0, v1, v2, v3;
-      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v0), "=r"(v1) : "r"(a + tma_off0 + ks * kStepBytes));
-      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v2), "=r"(v3) : "r"(a + tma_off1 + ks * kStepBytes));
-      s[ks][0] = tf32_finite(v0);
-      s[ks][1] = tf32_finite(v1);
-      s[ks][2] = tf32_finite(v2);
-      s[ks][3] = tf32_finite(v3);
+      uint32_t v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        asm volatile("ld.shared.u32 %0, [%1];\n"
+                     : "=r"(v[e])
+                     : "r"(a + uint32_t((8 * ks + 4 * (e >> 1)) * kChBytes + 32 * (e & 1))));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[ks][e] = tf32_finite(v[e]);
     }
   };
   if constexpr (TMA) {
@@ -260,12 +254,12 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int r = 0; r < kPre; ++r) tma_row(UH + r, r);
     }
-    // A box holds the group's channels only (a box may not outrun the tensor): the slots' channels past them, which
-    // the weights' zeros multiply (and NaN times zero is NaN), are zeroed once here.
+    // A box holds the group's channels only: the slots' channels past them, which the weights' zeros multiply (NaN
+    // times zero is NaN), are zeroed once here, before the weights' barrier.
     const int pad_words = (16 * KS - g.tma_ch) * kBoxPx;
     for (int i = tid; i < kRing * pad_words; i += kThreads) {
       const int b = i / pad_words, e = i - b * pad_words;
-      reinterpret_cast<uint32_t*>(ring + b * kSlotBytes + g.tma_ch * kChBytes)[e] = 0u;
+      reinterpret_cast<uint32_t*>(ring + b * kSlot + g.tma_ch * kChBytes)[e] = 0u;
     }
   }
 
@@ -302,10 +296,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int k0 = (v + kWarps * u) * kE;
 #pragma unroll
         for (int kk = 0; kk < kE; ++kk) {
-          // TF32: a k-step's first 16-byte row holds its even channels, the second its odd ones (the input's
-          // fragments put channels 2t, 2t + 1 in columns t, t + 4).
-          const int row = v + kWarps * u;
-          const int k = kHalf ? k0 + kk : (row >> 1) * kK + (row & 1) + 2 * kk;
+          const int k = k0 + kk;
           e[i][u][kk] =
               c >= 0 && k < g.cin_g && v + kWarps * u < kRows ? uint32_t(__ldg(wq + unsigned(k * ncol + c))) : 0u;
         }
@@ -370,16 +361,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   STACK_MARK(3, clock64());
   if constexpr (!kHalf) {
 #pragma unroll
-    for (int s = 0; s + (TMA ? 0 : 1) < UH; ++s) finish(set[s]);
+    for (int s = 0; s + (TMA ? 0 : 1) < UH; ++s) finish(set[s]);  // the ring's rows come rounded
   }
-  int slot = 0, phase = 0;  // TMA: row c + UH's slot at cell row c, and the parity of its barrier's phase
+  int slot = 0, phase = 0;  // the ring: row c + UH's slot at cell row c, and the parity of its barrier's phase
 
   const uint32_t wlo = desc_lo(smem_addr(wsm + ks0 * UH * kBlockBytes), 512);
   float acc[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) acc[e] = 0.f;
-  // Accumulator d[4 nt + e]: pixel 16 w + 2g (+ 1 for e >= 2), product 8 nt + 2t + (e & 1).
-  float* srow = buf + wgi * kBufFloats + (2 * t) * kPitch + 16 * warp + 2 * gq;
+  // Accumulator d[4 nt + e]: pixel 16 w + g (+ 8 for e >= 2), product 8 nt + 2t + (e & 1).
+  float* srow = buf + wgi * kBufFloats + (2 * t) * kPitch + 16 * warp + gq;
   for (int c0 = 0; c0 < ncell; c0 += UH) {
 #pragma unroll
     for (int ph = 0; ph < UH; ++ph) {
@@ -400,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
         wgmma_commit();
         wgmma_wait<1>();
-        // Row c's set, read for the last time by the first group, takes row c + UH: from its ring slot, or its loads.
+        // Row c's set, read for the last time by the first group, takes row c + UH: from its slot, or its loads.
         if constexpr (TMA) {
           if (c + UH < nrows) {
             mbar_wait(&full[slot], phase);
@@ -416,8 +407,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int e = 0; e < 2; ++e)
-            *reinterpret_cast<float2*>(sr + (8 * nt + e) * kPitch) = make_float2(acc[4 * nt + e], acc[4 * nt + e + 2]);
+          for (int e = 0; e < 4; ++e) sr[(8 * nt + (e & 1)) * kPitch + 8 * (e >> 1)] = acc[4 * nt + e];
         __syncthreads();
         if constexpr (TMA) {  // every thread has read slot c's row: row c + UH + kPre takes slot c + kPre
           if (tid == 0) tma_row(c + UH + kPre, slot + kPre >= kRing ? slot + kPre - kRing : slot + kPre);
@@ -440,17 +430,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-// False where the shape is outside the kernel's limits (convt_stack.h). Each axis takes the shift whose taps read the
-// fewest offsets.
-bool geometry(const ConvTParams& p, int elem, StackGeom& g);
-
-// The TMA ring (TF32): rows whose strides and start are 16-byte aligned, at least a box wide, and the strips' first
-// columns even (sh 0 or 2: a thread's pixel pair is one aligned 8-byte read).
-bool ring_fits(const ConvTParams& p, const StackGeom& g, const at::Tensor& x) {
-  return x.scalar_type() == at::kFloat && p.Win % 4 == 0 && p.Win >= kBoxPx && g.sc % 2 == 0 && g.db0 % 2 == 0 &&
+// The ring (TF32): rows whose strides and start are 16-byte aligned, at least a box wide.
+bool ring_fits(const ConvTParams& p, const at::Tensor& x) {
+  return x.scalar_type() == at::kFloat && p.Win % 4 == 0 && p.Win >= kBoxPx &&
          reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
 }
 
+// False where the shape is outside the kernel's limits (convt_stack.h). Each axis takes the shift whose taps read the
+// fewest offsets.
 bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   if (p.Cin_g > kMaxCin || p.KH > 127 || p.KW > 127) return false;
   AxisCells ah[2], aw[2];
@@ -495,8 +482,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
   auto go = [&](auto kernel, int ks, bool tma) {
-    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) +
-                      (tma ? kAlign + kRing * (kSlotBytesFor(ks) + 8) : 0);
+    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) + (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) : 0);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
@@ -509,9 +495,8 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
                     static_cast<unsigned>(p.groups));
     CUtensorMap xmap{};
     if (tma) {
-      // (column, row, channel of the group, group, image), innermost first; a box is kBoxPx columns of one row of
-      // one group's channels, at most 16 KS. No box dimension exceeds the tensor's.
-      // One group: no group dimension (its stride would equal the image's, which the TMA load traps on).
+      // (column, row, channel of the group, group, image), innermost first; one group without the group dimension.
+      // A box: kBoxPx columns of one row of one group's channels, at most 16 KS.
       const int rank = p.groups > 1 ? 5 : 4;
       const cuuint64_t row = cuuint64_t(p.Win) * 4, plane = row * cuuint64_t(p.Hin);
       const cuuint64_t dims5[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
@@ -532,7 +517,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   constexpr int kS = kFullKS / 4, kL = kFullKS / 2;
   const bool short_k = g.ksteps <= 2 * kS;
   if constexpr (sizeof(T) == 4) {
-    if (ring_fits(p, g, x)) {
+    if (ring_fits(p, x)) {
       if (g.uh == 2) {
         if (short_k) go(convt_stack_kernel<T, 2, kS, true>, kS, true);
         else go(convt_stack_kernel<T, 2, kL, true>, kL, true);
@@ -565,8 +550,7 @@ int stack_rows(const ConvTParams& p, const at::Tensor& x, bool tf32) {
 bool stack_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) { return stack_rows(p, x, tf32) > 0; }
 
 bool stack_ring(const ConvTParams& p, const at::Tensor& x, bool tf32) {
-  StackGeom g;
-  return stack_rows(p, x, tf32) > 0 && geometry(p, static_cast<int>(x.element_size()), g) && ring_fits(p, g, x);
+  return stack_rows(p, x, tf32) > 0 && ring_fits(p, x);
 }
 
 void launch_stack(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
