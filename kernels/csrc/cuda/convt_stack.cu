@@ -49,20 +49,19 @@ constexpr int kPitch = 68;
 constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
 // TF32 on 16-byte-aligned rows: the input rows past the first uh come by TMA into a ring of shared-memory slots,
-// issued kPre rows ahead by one thread, rather than by each thread's loads one cell row ahead (v42, whose cell rows
-// waited on them). A slot is one box: kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on
-// 16 bytes (TMA traps otherwise: bench.tma_probe, session 43), so it starts at the strip's first column rounded down
-// to 4, at a shift sh of 0-3; 72 columns cover the strip at any shift and are the pitch (8 banks a channel) at which
-// a warp's reads of its A fragments, channels t and t + 4 at pixels g and g + 8, hit 32 banks.
+// kPre rows ahead, issued by one thread, rather than by each thread's loads one cell row ahead (v42, whose cell rows
+// waited on them). The first kPre go once the block's first uh rows have landed: every block asks for its first rows
+// at once, so DRAM is the limit then, and ring rows asked for with them delay them (kernel-notes v43d). A slot is
+// one box, kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on 16 bytes (TMA traps
+// otherwise: bench.tma_probe, session 43), so it starts at the strip's first column rounded down to 4, at a shift sh
+// of 0-3; 72 columns cover the strip at any shift and are the pitch (8 banks a channel) at which a warp's reads of
+// its A fragments, channels t and t + 4 at pixels g and g + 8, hit 32 banks.
 constexpr int kRing = 3;
 constexpr int kBoxPx = kPx + 8;
 constexpr int kChBytes = kBoxPx * 4;
 constexpr int kSlotBytes(int ks) { return 16 * ks * kChBytes; }
 constexpr int kAlign = 128;  // a TMA destination's alignment
-#ifndef CONVT_STACK_TMA_PRE
-#define CONVT_STACK_TMA_PRE kRing
-#endif
-constexpr int kPre = CONVT_STACK_TMA_PRE;  // ring rows issued at the block's start; then one a cell row
+constexpr int kPre = 2;  // ring rows in flight: a row's slot is refilled kPre cell rows before it is read
 
 // bench/stack_trace.py builds this file with CONVT_STACK_TRACE to time one block's phases (thread 0's clock after
 // each block barrier; %globaltimer at its start and end, to place blocks against one another). Compiled out otherwise.
@@ -251,8 +250,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int r = 0; r < kRing; ++r) mbar_init(&full[r], 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#pragma unroll
-      for (int r = 0; r < kPre; ++r) tma_row(UH + r, r);
     }
     // A box holds the group's channels only: the slots' channels past them, which the weights' zeros multiply (NaN
     // times zero is NaN), are zeroed once here, before the weights' barrier.
@@ -363,6 +360,12 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int s = 0; s + (TMA ? 0 : 1) < UH; ++s) finish(set[s]);  // the ring's rows come rounded
   }
+  if constexpr (TMA) {  // thread 0's first rows have landed (finish waited on them): the ring's first rows
+    if (tid == 0) {
+#pragma unroll
+      for (int r = 0; r < kPre; ++r) tma_row(UH + r, r);
+    }
+  }
   int slot = 0, phase = 0;  // the ring: row c + UH's slot at cell row c, and the parity of its barrier's phase
 
   const uint32_t wlo = desc_lo(smem_addr(wsm + ks0 * UH * kBlockBytes), 512);
@@ -376,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int ph = 0; ph < UH; ++ph) {
       const int c = c0 + ph;
       if (c < ncell) {
-        if constexpr (!TMA) finish(set[(ph + UH - 1) % UH]);  // the row that cell row c reads last, in flight until now
+        if constexpr (!TMA) finish(set[(ph + UH - 1) % UH]);  // the row cell row c reads last, in flight until now
         wgmma_fence();
         // Two commit groups: the oldest row's products first, so its set takes the next row's loads as soon as they
         // retire, under the other rows' wgmma and the sums of cell row c - 1.
@@ -482,7 +485,8 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
   auto go = [&](auto kernel, int ks, bool tma) {
-    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) + (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) : 0);
+    const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) +
+                      (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) : 0);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
