@@ -1,7 +1,9 @@
 """Bisects the stack kernel's TMA trap (kernel-notes v43b): one block loads one TMA box of an NCHW float tensor
 (FSRCNN's 56 x 256 x 256) into shared memory under each map variant (rank, type, swizzle, box, shared memory, issuing
 warp), each in its own process since a trap kills the CUDA context. Prints per variant: ok (the box's sum matches
-torch's) / mismatch / trap. Written in session 42, not yet run (the session's device time ran out).
+torch's) / mismatch / trap. Session 43's run found the rule: a box's first column must sit on 16 bytes (x0 = 1, 2, -2
+trap; -32, -8, -4, 0, 4, 240 load; docs/benchmarks/trace-s43.md). PROBE_ONLY (environment): a substring of the
+variants' names to run.
 
     python -m bench.tma_probe        (sm_90; builds a small module into $PROBE_DIR, /tmp/tma_probe by default)
 """
