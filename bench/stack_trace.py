@@ -53,8 +53,8 @@ def load_module(rev: str):
     headers = hashlib.sha256(b"".join((_build.CSRC / h).read_bytes() for h in _build.HEADERS)).hexdigest()[:16]
     key = f"stack-trace|{digest}|{headers}|{' '.join(extra)}"
     # tma_map.cu: the tensor-map encoder the stack kernel's TMA ring calls (the main extension's, not linked here)
-    return _build._load("stacktrace", ("stack_trace.cu", "../../kernels/csrc/cuda/tma_map.cu"), ["-O3"], flags, [], key, root=ROOT,
-                        python_module=True)
+    sources = ("stack_trace.cu", "../../kernels/csrc/cuda/tma_map.cu")
+    return _build._load("stacktrace", sources, ["-O3"], flags, [], key, root=ROOT, python_module=True)
 
 
 def pct(t: torch.Tensor, q: float) -> float:

@@ -636,13 +636,14 @@ def test_stack_decoder_layers_cuda(seed, precision, layer, monkeypatch):
 
 # The stack kernel's TMA ring (TF32): rows past the first uh land in shared memory by TMA, a segment's fourth input
 # row on. Segments of four or more cell rows need many strips a wave (the grid aims at one wave of 2 blocks an SM), so
-# these are batches of narrow images. The last takes the register path: its width is off 16 bytes.
+# these are batches of narrow images (segment lengths below are an H100's, 132 SMs). The last takes the register
+# path: its rows are off 16 bytes.
 STACK_RING_CASES = {
     # FSRCNN's layer, 5 cell rows a segment (the ring wraps), 56 channels of 64 (the slots' zero channels), bias
     "fsrcnn-n24-20x72": (Case(24, 56, 1, (9, 9), (20, 72), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
-    # two groups of 32 channels (the 5-d map, a warpgroup's short k), two segments an image, output padding 1
+    # two groups of 32 channels (the 5-d map, a warpgroup's short k), segments of 6 cell rows, output padding 1
     "g2-n12-30x100": (Case(12, 64, 2, (9, 9), (30, 100), (3, 3), (4, 4), (1, 1), (1, 1), 2, False), True),
-    # a non-contiguous input (the op's contiguous copy) and images cut by the edges at every strip
+    # a non-contiguous input (the op's contiguous copy), 40 channels of 64, three strips the last cut by the edge
     "fsrcnn-n16-26x136-nc": (Case(16, 40, 1, (9, 9), (26, 136), (3, 3), (4, 4), (2, 2), (1, 1), 1, True,
                                   noncontiguous=True), True),
     "fsrcnn-n24-20x70": (Case(24, 56, 1, (9, 9), (20, 70), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), False),

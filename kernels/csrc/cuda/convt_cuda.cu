@@ -600,6 +600,19 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   }
 }
 
+// The operands as the backend sees them (run_conv_transpose2d's 4-d, contiguous input), for the path queries below.
+struct QueryOperands {
+  at::Tensor input4, weight;
+  ConvTParams p;
+};
+QueryOperands query_operands(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
+                             at::IntArrayRef dilation) {
+  QueryOperands q{(input.dim() == 3 ? input.unsqueeze(0) : input).contiguous(), weight.contiguous(), {}};
+  q.p = make_params(q.input4, q.weight, c10::nullopt, stride, padding, output_padding, groups, dilation);
+  return q;
+}
+
 // The path the CUDA backend takes for these operands under the current
 // CONVT_CUDA_ALGO and TF32 switch: lets the tests prove a forced path ran rather
 // than fell back.
@@ -608,13 +621,11 @@ std::string cuda_path(const at::Tensor& input, const at::Tensor& weight, at::Int
                       at::IntArrayRef dilation) {
   CONVT_CHECK(input.is_cuda(), "cuda_path: input must be a CUDA tensor");
   const c10::cuda::CUDAGuard guard(input.device());
-  // The operands as the backend sees them (run_conv_transpose2d's 4-d, contiguous input).
-  const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
-  const at::Tensor weight_c = weight.contiguous();
-  const ConvTParams p = make_params(input4, weight_c, c10::nullopt, stride, padding, output_padding, groups, dilation);
+  const QueryOperands q = query_operands(input, weight, stride, padding, output_padding, groups, dilation);
+  const ConvTParams& p = q.p;
   const bool tf32 = at::globalContext().allowTF32CuDNN();
-  const Algo algo = choose_algo(p, input4, weight_c, tf32);
-  const at::ScalarType dtype = input4.scalar_type();
+  const Algo algo = choose_algo(p, q.input4, q.weight, tf32);
+  const at::ScalarType dtype = q.input4.scalar_type();
   switch (algo.path) {
     case Path::kWgh: return "wgh";
     case Path::kWg: return "wg";
@@ -640,10 +651,8 @@ bool cuda_stack_ring(const at::Tensor& input, const at::Tensor& weight, at::IntA
                      at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
   CONVT_CHECK(input.is_cuda(), "cuda_stack_ring: input must be a CUDA tensor");
   const c10::cuda::CUDAGuard guard(input.device());
-  const at::Tensor input4 = (input.dim() == 3 ? input.unsqueeze(0) : input).contiguous();
-  const ConvTParams p = make_params(input4, weight.contiguous(), c10::nullopt, stride, padding, output_padding, groups,
-                                    dilation);
-  return stack_ring(p, input4, at::globalContext().allowTF32CuDNN());
+  const QueryOperands q = query_operands(input, weight, stride, padding, output_padding, groups, dilation);
+  return stack_ring(q.p, q.input4, at::globalContext().allowTF32CuDNN());
 }
 
 }  // namespace

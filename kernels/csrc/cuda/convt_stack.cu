@@ -520,25 +520,21 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   // A warpgroup's k-steps: half of the group's channels, padded to a quarter or a half of 64.
   constexpr int kS = kFullKS / 4, kL = kFullKS / 2;
   const bool short_k = g.ksteps <= 2 * kS;
-  if constexpr (sizeof(T) == 4) {
-    if (ring_fits(p, x)) {
-      if (g.uh == 2) {
-        if (short_k) go(convt_stack_kernel<T, 2, kS, true>, kS, true);
-        else go(convt_stack_kernel<T, 2, kL, true>, kL, true);
-      } else {
-        if (short_k) go(convt_stack_kernel<T, 3, kS, true>, kS, true);
-        else go(convt_stack_kernel<T, 3, kL, true>, kL, true);
-      }
-      return;
+  // The ring is a template argument (its kernels exist for fp32 alone), so the pick takes it as a type.
+  auto pick = [&](auto ring) {
+    constexpr bool kRingOn = decltype(ring)::value;
+    if (g.uh == 2) {
+      if (short_k) go(convt_stack_kernel<T, 2, kS, kRingOn>, kS, kRingOn);
+      else go(convt_stack_kernel<T, 2, kL, kRingOn>, kL, kRingOn);
+    } else {
+      if (short_k) go(convt_stack_kernel<T, 3, kS, kRingOn>, kS, kRingOn);
+      else go(convt_stack_kernel<T, 3, kL, kRingOn>, kL, kRingOn);
     }
+  };
+  if constexpr (sizeof(T) == 4) {
+    if (ring_fits(p, x)) return pick(std::true_type{});
   }
-  if (g.uh == 2) {
-    if (short_k) go(convt_stack_kernel<T, 2, kS, false>, kS, false);
-    else go(convt_stack_kernel<T, 2, kL, false>, kL, false);
-  } else {
-    if (short_k) go(convt_stack_kernel<T, 3, kS, false>, kS, false);
-    else go(convt_stack_kernel<T, 3, kL, false>, kL, false);
-  }
+  pick(std::false_type{});
 }
 
 }  // namespace
