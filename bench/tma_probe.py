@@ -13,11 +13,12 @@ from torch.utils.cpp_extension import load_inline
 
 SRC = r'''
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <torch/extension.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cstdint>
+// The project's tensor-map encoder (the stack and wgmma kernels' maps), built into this module as bench.stack_trace's is.
+#include "tma_map.cu"
 namespace {
 // The project's mbarrier and TMA wrappers, the very ones the stack kernel's ring called.
 #include "wg_ptx.cuh"
@@ -51,19 +52,13 @@ __global__ void probe(const __grid_constant__ CUtensorMap m, float* out, int ran
 }  // namespace
 torch::Tensor run(torch::Tensor x, std::vector<int64_t> dims, std::vector<int64_t> strides, std::vector<int64_t> box,
                   int64_t dtype, int64_t swizzle, int64_t c0, int64_t c1, int64_t smem, int64_t threads, int64_t issuer, int64_t via_lambda) {
-  // The main extension's encoder (convt_wg.cu) is not exported to Python; the same driver call and flags here.
-  void* f = nullptr; cudaDriverEntryPointQueryResult q;
-  TORCH_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) == cudaSuccess);
-  auto enc = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
   const int rank = dims.size();
-  cuuint64_t d[5], s[4]; cuuint32_t b[5], ones[5] = {1, 1, 1, 1, 1};
+  cuuint64_t d[5], s[4]; cuuint32_t b[5];
   int64_t words = 1;
   for (int i = 0; i < rank; ++i) { d[i] = dims[i]; b[i] = box[i]; words *= box[i]; }
   for (int i = 0; i + 1 < rank; ++i) s[i] = strides[i];
-  CUtensorMap m;
-  CUresult r = enc(&m, CUtensorMapDataType(dtype), rank, x.data_ptr(), d, s, b, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                   CUtensorMapSwizzle(swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  TORCH_CHECK(r == CUDA_SUCCESS, "encode failed ", int(r));
+  const CUtensorMap m = convt::encode_tiled_map(CUtensorMapDataType(dtype), rank, x.data_ptr(), d, s, b,
+                                                CUtensorMapSwizzle(swizzle));
   auto out = torch::full({words}, -1.f, x.options());
   cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   probe<<<1, threads, smem, c10::cuda::getCurrentCUDAStream()>>>(m, out.data_ptr<float>(), rank, c0, c1, int(words * 4),
