@@ -50,13 +50,15 @@ constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
 // TF32 on 16-byte-aligned rows: the input rows past the first uh come by TMA into a ring of shared-memory slots,
 // kPre rows ahead, issued by one thread, rather than by each thread's loads one cell row ahead (v42, whose cell rows
-// waited on them). The first kPre go once the block's first uh rows have landed: every block asks for its first rows
-// at once, so DRAM is the limit then, and ring rows asked for with them delay them (kernel-notes v43d). A slot is
-// one box, kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on 16 bytes (TMA traps
+// waited on them). Two slots, each refilled as soon as every thread has read it: a third (v43d) made a block 112 KB
+// of shared memory, which left the SM 28 KB of L1 (60 KB at two slots), and the first rows' loads, through L1, took
+// 0.5 us longer (kernel-notes v44). The first kPre go once the block's first uh rows have landed: every block asks
+// for its first rows at once, so DRAM is the limit then, and ring rows asked for with them delay them (v43d). A slot
+// is one box, kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on 16 bytes (TMA traps
 // otherwise: bench.tma_probe, session 43), so it starts at the strip's first column rounded down to 4, at a shift sh
 // of 0-3; 72 columns cover the strip at any shift and are the pitch (8 banks a channel) at which a warp's reads of
 // its A fragments, channels t and t + 4 at pixels g and g + 8, hit 32 banks.
-constexpr int kRing = 3;
+constexpr int kRing = 2;
 constexpr int kBoxPx = kPx + 8;
 constexpr int kChBytes = kBoxPx * 4;
 constexpr int kSlotBytes(int ks) { return 16 * ks * kChBytes; }
@@ -453,10 +455,13 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
-  const int64_t sc = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
-  if (sc < 1) return false;
+  const int64_t sc_max = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
+  if (sc_max < 1) return false;
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
-  const int64_t strips = (wc + sc - 1) / sc;
+  const int64_t strips = (wc + sc_max - 1) / sc_max;
+  // Strips of even widths: at most sc_max each, a last narrow strip's blocks would idle their share of an SM while
+  // the full ones set the time (FSRCNN: 5 strips of 52 cell columns, not 4 of 62 and one of 8).
+  const int64_t sc = (wc + strips - 1) / strips;
   if (strips * hc >= lim) return false;
   fill_cells_geom(p, h, w, elem == 2 ? 16 : 8, g);
   g.np = static_cast<int>(np);
