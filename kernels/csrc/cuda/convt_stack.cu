@@ -55,11 +55,17 @@ constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 
 // 0.5 us longer (kernel-notes v44). The first kPre go once the block's first uh rows have landed: every block asks
 // for its first rows at once, so DRAM is the limit then, and ring rows asked for with them delay them (v43d). A slot
 // is one box, kBoxPx columns x 16 KS channels, unswizzled. A box's first column must sit on 16 bytes (TMA traps
-// otherwise: bench.tma_probe, session 43), so it starts at the strip's first column rounded down to 4, at a shift sh
-// of 0-3; 72 columns cover the strip at any shift and are the pitch (8 banks a channel) at which a warp's reads of
-// its A fragments, channels t and t + 4 at pixels g and g + 8, hit 32 banks.
+// otherwise: bench.tma_probe, session 43); it starts at the strip's pixel 0, which TF32 puts on 32 bytes (align_px).
+// 72 columns are the pitch (8 banks a channel) at which a warp's reads of its A fragments, channels t and t + 4 at
+// pixels g and g + 8, hit 32 banks.
 constexpr int kRing = 2;
 constexpr int kBoxPx = kPx + 8;
+// TF32: a strip's pixel 0 is its first input column rounded down to 8 floats, so that a load's 8 pixels are one
+// 32-byte sector, not two (Nsight Compute on v44: 46% of the global sectors excess, FSRCNN's strips starting at
+// 52 s - 1); the products then sit a shift of 0-7 pixels along, so a strip is 7 cell columns narrower at most. It
+// took the batch-4 FSRCNN probe ~1 us faster, FSRCNN ~0.2 (session 45); FSRCNN in fp16 was slower with it (its 8-pixel
+// loads are 16 bytes, half a sector either way), so the half types keep the shift 0.
+constexpr int align_px(int elem) { return elem == 4 ? 8 : 1; }
 constexpr int kChBytes = kBoxPx * 4;
 constexpr int kSlotBytes(int ks) { return 16 * ks * kChBytes; }
 constexpr int kAlign = 128;  // a TMA destination's alignment
@@ -96,13 +102,31 @@ struct StackGeom : CellsGeom {
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
-  int wcol[3][kN];
+  alignas(16) int wcol[3][kN];  // 16-byte aligned: wcol_of's reads
 };
 
 // An fp32's bits rounded to TF32 (half an ulp away from zero; the mma reads the upper 19 bits), Inf and NaN left as
 // they are: the finiteness test on the FP pipe leaves one compare and an add (predicated, or with a select).
 __device__ __forceinline__ uint32_t tf32_finite(uint32_t v) {
   return fabsf(__uint_as_float(v)) < __uint_as_float(0x7f800000u) ? v + 0x1000u : v;
+}
+
+// Lane n's product's weight column at height offset i. g.wcol[i][n] read by every lane is 32 constant-cache addresses,
+// which the cache serves one after another ahead of the weights' loads (Nsight Compute, session 46: the prologue's
+// most sampled stalls after the loads themselves); here lanes 0-7 read 16 bytes each and four shuffles hand them out.
+// Measured (session 46, side by side): fp16 FSRCNN 14.0-14.2 us against 14.7-14.8 without it; TF32 0.1-0.3 slower
+// with it in two calls, so TF32 keeps the direct read.
+template <bool kShuffled>
+__device__ __forceinline__ int wcol_of(const StackGeom& g, int i, int n) {
+  if constexpr (kShuffled) {
+    const int4 q = reinterpret_cast<const int4*>(g.wcol[i])[n & 7];
+    const int from = n >> 2;
+    const int c0 = __shfl_sync(0xffffffffu, q.x, from), c1 = __shfl_sync(0xffffffffu, q.y, from);
+    const int c2 = __shfl_sync(0xffffffffu, q.z, from), c3 = __shfl_sync(0xffffffffu, q.w, from);
+    return (n & 2) ? ((n & 1) ? c3 : c2) : ((n & 1) ? c1 : c0);
+  } else {
+    return g.wcol[i][n];
+  }
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -129,6 +153,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   using Op = typename wg::OpFor<T>::type;
   using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
   static_assert(!(TMA && kHalf), "the ring takes TF32 rows");
+  static_assert(!TMA || align_px(sizeof(T)) % 4 == 0, "a TMA box starts on 16 bytes");
   constexpr int kSlot = TMA ? kSlotBytes(KS) : 0;
   extern __shared__ __align__(128) uint8_t smem_raw[];
   // [ring slots][buffers][weights][the slots' barriers]
@@ -162,8 +187,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   // a row, so every load is legal; those outside the image or the channels are predicated off to zero.
   const unsigned hw = unsigned(g.hin) * unsigned(g.win);
   const Bits* src = opaque(reinterpret_cast<const Bits*>(x) + (int64_t(img) * p.Cin + int64_t(grp) * g.cin_g) * hw);
-  const int ix0 = b0 + g.db0 + 16 * warp + gq;
-  const bool px_in[2] = {ix0 >= 0 && ix0 < g.win, ix0 + 8 >= 0 && ix0 + 8 < g.win};
+  // Pixel m is input column x0 + m; the products of cell column bl at width offset j are pixel bl + j + shift.
+  const int x0 = (b0 + g.db0) & ~(align_px(sizeof(T)) - 1), shift = b0 + g.db0 - x0;
+  const int ix0 = x0 + 16 * warp + gq;
+  // Pixels past the strip's last read load nothing (a strip reads sc + uw - 1 of its 64).
+  const int mlast = shift + g.sc + g.uw - 1, m0 = 16 * warp + gq;
+  const bool px_in[2] = {m0 < mlast && ix0 >= 0 && ix0 < g.win, m0 + 8 < mlast && ix0 + 8 >= 0 && ix0 + 8 < g.win};
   const unsigned pxc[2] = {unsigned(min(max(ix0, 0), g.win - 1)), unsigned(min(max(ix0 + 8, 0), g.win - 1))};
   auto ch = [](int l) { return kHalf ? (l & 1) + 2 * (l >> 2) : l >> 1; };
   auto px = [](int l) { return kHalf ? (l >> 1) & 1 : l & 1; };
@@ -217,22 +246,21 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (kHalf) issue(R, raw);
     else issue(R, s);
   };
-  // The ring: row R lands in slot r as one box of the group's channels from column xal (TMA zero-fills past the
+  // The ring: row R lands in slot r as one box of the group's channels from column x0 (TMA zero-fills past the
   // image's rows and columns); thread 0 issues.
-  const int xal = (b0 + g.db0) & ~3, sh = b0 + g.db0 - xal;
   auto tma_row = [&](int R, int r) {
     if constexpr (TMA) {
       if (R < nrows) {
         uint8_t* dst = ring + r * kSlot;
         const int yc = a0 + g.da0 + R;
         mbar_expect_tx(&full[r], kChBytes * g.tma_ch);
-        if (p.groups > 1) tma_load_5d(dst, &xmap, &full[r], xal, yc, 0, grp, img);
-        else tma_load_4d(dst, &xmap, &full[r], xal, yc, 0, img);
+        if (p.groups > 1) tma_load_5d(dst, &xmap, &full[r], x0, yc, 0, grp, img);
+        else tma_load_4d(dst, &xmap, &full[r], x0, yc, 0, img);
       }
     }
   };
   // Slot r's row as a thread's A fragments, rounded: per k-step, channels t and t + 4 at pixels g and g + 8.
-  const uint32_t toff = uint32_t((ks0 * 8 + t) * kChBytes + 4 * (sh + 16 * warp + gq));
+  const uint32_t toff = uint32_t((ks0 * 8 + t) * kChBytes + 4 * (16 * warp + gq));
   auto take_row = [&](uint32_t (&s)[kKS][4], int r) {
     const uint32_t a = smem_addr(ring + r * kSlot) + toff;
 #pragma unroll
@@ -289,7 +317,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     uint32_t e[UH][kPer][kE];
 #pragma unroll
     for (int i = 0; i < UH; ++i) {
-      const int c = g.wcol[i][n];
+      const int c = wcol_of<kHalf>(g, i, n);
 #pragma unroll
       for (int u = 0; u < kPer; ++u) {
         const int k0 = (v + kWarps * u) * kE;
@@ -329,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int co = div_small(cr, g.m_sh), r = cr - co * g.sh;
     const int ox = (b0 + bl) * g.sw - g.cw + q;
     const bool ok = e < g.items && ox >= 0 && ox < g.wout;
-    it_sb[k] = ok ? (rq * g.uw * kPitch + bl) | (r << 16) : -1;
+    it_sb[k] = ok ? (rq * g.uw * kPitch + bl + shift) | (r << 16) : -1;
     it_go[k] = ok ? co * g.hout * g.wout + ox : 0;
     it_b[k] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * g.cout_g + co]) : 0.f;
   }
@@ -455,7 +483,7 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const int64_t lim = int64_t(1) << 31;
   if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
-  const int64_t sc_max = std::min<int64_t>(kPx - w.u + 1, kItems * kThreads / per_col);
+  const int64_t sc_max = std::min<int64_t>(kPx - w.u + 1 - (align_px(elem) - 1), kItems * kThreads / per_col);
   if (sc_max < 1) return false;
   const int64_t hc = (p.Hout + h.c + p.sh - 1) / p.sh, wc = (p.Wout + w.c + p.sw - 1) / p.sw;
   const int64_t strips = (wc + sc_max - 1) / sc_max;
