@@ -67,6 +67,14 @@ def test_reduced_precision_cpu(seed, dtype):
         Case(0, 4, 4, (3, 3), (5, 5), (2, 2), (1, 1), (1, 1), (1, 1), 2, True),
         # a larger image, so work is split across threads
         Case(2, 16, 8, (4, 4), (24, 20), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
+        # the CPU GEMM's task shapes: phase rows over 256 wide (column chunks), one image of 168 pixels
+        # with 300 channels (two panels of channels), grouped 80-channel panels, 16 images a task
+        # with a partial last task, and one task split across output channels
+        Case(2, 3, 5, (3, 3), (3, 300), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+        Case(2, 300, 7, (3, 3), (12, 14), (2, 2), (1, 1), (1, 1), (1, 1), 1, True),
+        Case(3, 160, 10, (4, 4), (5, 5), (2, 2), (1, 1), (0, 0), (1, 1), 2, True),
+        Case(40, 3, 4, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
+        Case(1, 8, 30, (3, 3), (6, 6), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
     ],
 )
 def test_edge_cases_cpu(case, seed):
