@@ -1,6 +1,11 @@
 """Randomized parity of the CPU kernel against PyTorch in float64."""
 
+import os
 import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -94,3 +99,61 @@ def test_keyword_call_matches_torch():
                   torch.randn(8, dtype=torch.float64))
     kw = dict(bias=bias, stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2, dilation=1)
     torch.testing.assert_close(kernels.conv_transpose2d(x, w, **kw), torch.nn.functional.conv_transpose2d(x, w, **kw))
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+
+
+def test_gemm_form_is_the_widest_the_cpu_runs():
+    """Picked by feature bits, not by CPU model (GCC's target_clones gave a virtual Xeon the SSE2 form)."""
+    flags = _cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo flags here")
+    want = "avx512" if "avx512f" in flags and "avx2" in flags and "fma" in flags else (
+        "avx2" if "avx2" in flags and "fma" in flags else "base")
+    assert torch.ops.convt.cpu_gemm_form() == want
+
+
+# The narrower forms, each in a process of its own (CONVT_CPU_ISA is read once a process): random cases,
+# and shapes that give several tasks, column chunks, channel panels and images-fastest pixels.
+_FORM_CHECK = textwrap.dedent("""
+    import random, sys, torch
+    import kernels
+    from tests.kernels.cases import Case, random_case, reference, rel_error
+    form, seed = sys.argv[1], int(sys.argv[2])
+    got = torch.ops.convt.cpu_gemm_form()
+    assert got == form, f"CONVT_CPU_ISA={form} ran the {got} form"
+    rng = random.Random(seed)
+    cases = [random_case(rng) for _ in range(60)] + [
+        Case(2, 3, 5, (3, 3), (3, 300), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+        Case(2, 300, 7, (3, 3), (12, 14), (2, 2), (1, 1), (1, 1), (1, 1), 1, True),
+        Case(40, 3, 4, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
+        Case(1, 8, 30, (3, 3), (6, 6), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+    ]
+    worst = {torch.float64: 0.0, torch.float32: 0.0}
+    gen = torch.Generator().manual_seed(seed)
+    for case in cases:
+        for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+            x, w, b = case.tensors(dtype, "cpu", gen)
+            err = rel_error(kernels.conv_transpose2d(x, w, b, *case.args()), reference(x, w, b, case))
+            assert err <= tol, f"{form} {dtype} {case}: rel error {err:.3e}"
+            worst[dtype] = max(worst[dtype], err)
+    print(form, {str(k): f"{v:.2e}" for k, v in worst.items()})
+""")
+
+
+@pytest.mark.parametrize("form", ["avx2", "base"])
+def test_each_narrower_gemm_form_cpu(form, seed):
+    if form == "avx2" and not {"avx2", "fma"} <= _cpu_flags():
+        pytest.skip("this CPU has no AVX2 with FMA")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "CONVT_CPU_ISA": form,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    r = subprocess.run([sys.executable, "-c", _FORM_CHECK, form, str(seed)], capture_output=True, text=True,
+                       timeout=600, cwd=root, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
