@@ -17,6 +17,17 @@ from .cases import Case, poisoned_out, random_case, reference, rel_error
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
 
+# The CPU GEMM's task shapes: phase rows over 256 wide (column chunks), one image of 168 pixels with
+# 300 channels (two panels of channels), grouped 80-channel panels, 16 images a task with a partial
+# last task, and one task split across output channels.
+GEMM_SHAPES = [
+    Case(2, 3, 5, (3, 3), (3, 300), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+    Case(2, 300, 7, (3, 3), (12, 14), (2, 2), (1, 1), (1, 1), (1, 1), 1, True),
+    Case(3, 160, 10, (4, 4), (5, 5), (2, 2), (1, 1), (0, 0), (1, 1), 2, True),
+    Case(40, 3, 4, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
+    Case(1, 8, 30, (3, 3), (6, 6), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+]
+
 
 def check(case: Case, dtype, device, seed, tol):
     gen = torch.Generator().manual_seed(seed)
@@ -72,14 +83,7 @@ def test_reduced_precision_cpu(seed, dtype):
         Case(0, 4, 4, (3, 3), (5, 5), (2, 2), (1, 1), (1, 1), (1, 1), 2, True),
         # a larger image, so work is split across threads
         Case(2, 16, 8, (4, 4), (24, 20), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
-        # the CPU GEMM's task shapes: phase rows over 256 wide (column chunks), one image of 168 pixels
-        # with 300 channels (two panels of channels), grouped 80-channel panels, 16 images a task
-        # with a partial last task, and one task split across output channels
-        Case(2, 3, 5, (3, 3), (3, 300), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
-        Case(2, 300, 7, (3, 3), (12, 14), (2, 2), (1, 1), (1, 1), (1, 1), 1, True),
-        Case(3, 160, 10, (4, 4), (5, 5), (2, 2), (1, 1), (0, 0), (1, 1), 2, True),
-        Case(40, 3, 4, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
-        Case(1, 8, 30, (3, 3), (6, 6), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+        *GEMM_SHAPES,
     ],
 )
 def test_edge_cases_cpu(case, seed):
@@ -119,31 +123,19 @@ def test_gemm_form_is_the_widest_the_cpu_runs():
     assert torch.ops.convt.cpu_gemm_form() == want
 
 
-# The narrower forms, each in a process of its own (CONVT_CPU_ISA is read once a process): random cases,
-# and shapes that give several tasks, column chunks, channel panels and images-fastest pixels.
+# The narrower forms, each in a process of its own (CONVT_CPU_ISA is read once a process): this module's
+# check() on random cases and on the GEMM's task shapes.
 _FORM_CHECK = textwrap.dedent("""
     import random, sys, torch
-    import kernels
-    from tests.kernels.cases import Case, random_case, reference, rel_error
+    from tests.kernels.test_cpu_parity import GEMM_SHAPES, TOL, check
+    from tests.kernels.cases import random_case
     form, seed = sys.argv[1], int(sys.argv[2])
     got = torch.ops.convt.cpu_gemm_form()
     assert got == form, f"CONVT_CPU_ISA={form} ran the {got} form"
     rng = random.Random(seed)
-    cases = [random_case(rng) for _ in range(60)] + [
-        Case(2, 3, 5, (3, 3), (3, 300), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
-        Case(2, 300, 7, (3, 3), (12, 14), (2, 2), (1, 1), (1, 1), (1, 1), 1, True),
-        Case(40, 3, 4, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1, True),
-        Case(1, 8, 30, (3, 3), (6, 6), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
-    ]
-    worst = {torch.float64: 0.0, torch.float32: 0.0}
-    gen = torch.Generator().manual_seed(seed)
-    for case in cases:
-        for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
-            x, w, b = case.tensors(dtype, "cpu", gen)
-            err = rel_error(kernels.conv_transpose2d(x, w, b, *case.args()), reference(x, w, b, case))
-            assert err <= tol, f"{form} {dtype} {case}: rel error {err:.3e}"
-            worst[dtype] = max(worst[dtype], err)
-    print(form, {str(k): f"{v:.2e}" for k, v in worst.items()})
+    for i, case in enumerate([random_case(rng) for _ in range(60)] + GEMM_SHAPES):
+        for dtype in (torch.float64, torch.float32):
+            check(case, dtype, "cpu", seed + i, TOL[dtype])
 """)
 
 
