@@ -149,3 +149,12 @@ def test_each_narrower_gemm_form_cpu(form, seed):
     r = subprocess.run([sys.executable, "-c", _FORM_CHECK, form, str(seed)], capture_output=True, text=True,
                        timeout=600, cwd=root, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_a_nonsense_gemm_form_cap_is_refused():
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "CONVT_CPU_ISA": "AVX-2",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    r = subprocess.run([sys.executable, "-c", "import torch, kernels; torch.ops.convt.cpu_gemm_form()"],
+                       capture_output=True, text=True, timeout=600, cwd=root, env=env)
+    assert r.returncode != 0 and "CONVT_CPU_ISA must be avx512, avx2 or base" in r.stderr, r.stderr[-2000:]

@@ -86,11 +86,14 @@ __attribute__((target("avx2,fma"))) void gemm_avx2(int64_t K, int64_t cb0, int64
 #endif
 
 enum class Isa { avx512, avx2, base };
-// CONVT_CPU_ISA=avx2 or base caps the pick, read once a process: the tests run every form on one machine.
+// CONVT_CPU_ISA=avx2 or base caps the pick (avx512: no cap), read once a process: the tests run every form on one
+// machine.
 Isa isa() {
   static const Isa v = [] {
     const char* cap_env = std::getenv("CONVT_CPU_ISA");
     const std::string cap = cap_env ? cap_env : "";
+    CONVT_CHECK(cap.empty() || cap == "avx512" || cap == "avx2" || cap == "base",
+                "CONVT_CPU_ISA must be avx512, avx2 or base (a cap on the CPU kernel's GEMM form), got '", cap, "'");
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (cap != "base" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
