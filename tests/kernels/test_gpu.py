@@ -275,6 +275,8 @@ def test_taps_pick_by_products_cuda(seed, precision, shape, monkeypatch):
 
 
 # The columns kernel takes fp16, bf16 and fp32 (TF32, or 3xTF32 for strict); double falls back to ffma.
+# "cols" is the kernel's pick: on sm_90a the shuffle takes its wgmma form (convt_colsw.cu) where that applies; colsk1
+# and colsk2 force the mma.sync form's two stage depths.
 COLS_ALGOS = ["cols", "colsk1", "colsk2"]
 # The gather also takes 1, 2 or 4 output channels a block (fewer than its tile holds leave columns unused).
 COLS_GATHER_ALGOS = [*COLS_ALGOS, "colsc1", "colsc2", "colsc4"]
@@ -387,6 +389,31 @@ def test_cols_shuffle_cuda(seed, precision, i, monkeypatch):
     case = Case(base.n, cin_g * g, cout_g * g, k, hw, k, (0, 0), (0, 0), (1, 1), g, base.bias, base.unbatched,
                 noncontiguous=base.noncontiguous)
     check_cols(case, precision, seed * 6151 + i, rng)
+
+
+# The wgmma shuffle's walk (convt_colsw.cu): blocks a (group, 128-column tile) pair, each walking pixel tiles 2 x SMs /
+# pairs apart, so these take several tiles a block, a last tile cut by the batch's end, column tiles cut by the edge,
+# odd kernel widths (one store an output), channel tails past a chunk (32 TF32, 64 half types), groups and bias.
+COLSW_WALKS = [
+    Case(2, 40, 24, (2, 2), (130, 136), (2, 2), (0, 0), (0, 0), (1, 1), 1, True),
+    Case(1, 2 * 70, 2 * 20, (2, 2), (192, 200), (2, 2), (0, 0), (0, 0), (1, 1), 2, True),
+    Case(3, 130, 48, (3, 3), (60, 64), (3, 3), (0, 0), (0, 0), (1, 1), 1, False),
+    Case(1, 128, 64, (2, 2), (256, 256), (2, 2), (0, 0), (0, 0), (1, 1), 1, True),
+]
+
+
+@pytest.mark.parametrize("precision", DTYPES, indirect=True)
+@pytest.mark.parametrize("i", range(len(COLSW_WALKS)))
+def test_colsw_walk_cuda(seed, precision, i, monkeypatch):
+    """Shuffle layers past one wave of tiles forced onto the columns kernel's wgmma form (or its pick where that form
+    does not apply: strict fp32, float64, more channels than its weights hold)."""
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "colsw")
+    case = COLSW_WALKS[i]
+    if case.cin // case.groups > 128 and precision == "float32-tf32":
+        pytest.skip("TF32 past 128 channels a group is wgmma's phase path's, not the columns kernel's")
+    want = "cols" if cols_fits(case, TORCH_DTYPE[precision]) else "ffma"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, case
+    check_cuda(case, precision, seed * 131 + i, out_offset=i % 2, ref_device="cuda")
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)

@@ -209,9 +209,10 @@ void launch_ffma(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
 // KW, as one GEMM's columns into shared memory, each output summing its taps' products from there); stack (sm_90a: a
 // cell row's products a pixel, Cout/g x sh x sw x width offsets, as one wgmma GEMM's columns over the input channels
 // of every input row the cell row reads, each output summing its width taps' products);
-// cols, colsk1, colsk2, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row, kernel
-// column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of at most
-// 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
+// cols, colsk1, colsk2, colsw, colsc1, colsc2, colsc4 (one GEMM a group against every (output channel, kernel row,
+// kernel column), written as a pixel shuffle where kernel == stride or summed in shared memory over whole images of
+// at most 256 pixels or tiles of larger ones; k: 64-byte k-slices a stage; w: the shuffle on wgmma, convt_colsw.cu,
+// which "cols" also takes where it applies; c: the gather's output channels a block); dense, dense2, dense2w, dense4, dense4w (stride 1: one implicit GEMM over input channels x
 // taps from an NCHW halo in shared memory; 2 or 4: 32 or 64 output channels a warp; w: 16 warps a block, else 8);
 // dwg, dwg1, dwg2, dwg2s, dwg4, dwg23 (the dense kernel's GEMM on wgmma, sm_90a, fp32 as TF32: output channels
 // as M from registers, output columns as N from a pixel-major halo by descriptor; 1, 2 or 4 output rows a warpgroup
@@ -241,7 +242,7 @@ struct Algo {
   RowsTile rows;  // the rows kernel's tile; 0s: its pick
   int strip = 0;  // output channels a block on the strip kernel; 0: its pick
   int patch = 0;  // warps splitting the patch kernel's input channels; 0: its pick
-  int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick
+  int cols = 0;  // the columns kernel's k a stage, in 64-byte slices; 0: its pick; 3: its shuffle on wgmma
   DenseTile dense;  // the dense kernel's m-tiles a warp and warps a block; 0s: its pick
   DwgTile dwg;      // the wgmma dense kernel's rows a warpgroup, warpgroups a block and columns; 0s: its pick
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
@@ -274,6 +275,7 @@ constexpr Forced kForced[] = {
     {"cols", {Path::kCols}},
     {"colsk1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 1}},
     {"colsk2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 2}},
+    {"colsw", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 3}},
     {"colsc1", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 1}},
     {"colsc2", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 2}},
     {"colsc4", {Path::kCols, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 4}},
@@ -367,7 +369,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, stack, cols, colsk1, colsk2, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, stack, cols, colsk1, colsk2, colsw, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a

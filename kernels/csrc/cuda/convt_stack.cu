@@ -129,11 +129,6 @@ __device__ __forceinline__ int wcol_of(const StackGeom& g, int i, int n) {
   }
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// st.shared's writes (the weights) ordered before the async proxy's reads (wgmma's descriptors).
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-#endif
-
 // UH: the height offsets, uh, at compile time (2 or 3), so each input row's register set has a fixed name in the loop
 // (unrolled by UH). KS: a warpgroup's k-steps a row, at compile time (the group's channels padded with zeros to
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a

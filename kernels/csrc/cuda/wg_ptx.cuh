@@ -69,6 +69,8 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p, int row_bytes) {
   return desc_words(smem_desc_hi(row_bytes), smem_desc_lo(smem_addr(p)));
 }
 
+// st.shared's writes (weights staged by the threads) ordered before the async proxy's reads (wgmma's descriptors).
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

@@ -1,0 +1,262 @@
+// The columns path's shuffle on wgmma (see convt_colsw.h). A block of two warpgroups owns one group's tile of 128
+// columns (output channel, kernel row, kernel column), kernel column fastest, and walks the pixel tiles j, j + P, ..
+// of that group: each tile is 128 pixels (64 a warpgroup) of the flattened batch. The block stages its columns'
+// weights once, K-major in 8-row core matrices (wgmma's B by descriptor; TF32 B must be K-major, and the weights lie
+// column-major in K), then streams [channel][pixel] slabs of the NCHW input by cp.async into two buffers, a chunk of
+// 32 channels (TF32) or 64 (half types) at a time, across tile boundaries, so a tile's stores run under the next
+// tile's first copies. A thread's A fragment comes from a slab with plain loads (TF32, rounded) or ldmatrix.trans
+// (half types), at a pitch that puts a warp's reads in distinct banks. Where the kernel width is even, an accumulator
+// pair is two adjacent outputs of one row: one store, 8 lanes covering consecutive pixels' pairs.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "convt_cols.h"
+#include "convt_colsw.h"
+#include "convt_tc.h"
+#include "smem_attr.h"
+#include "wgmma_ops.h"
+
+namespace convt {
+namespace {
+
+#include "cp_async.cuh"
+#include "mma_sync.cuh"
+#include "store_pair.cuh"
+#include "wg_ptx.cuh"
+
+constexpr int kThreads = 256;
+constexpr int kBM = 128, kBN = 128;  // pixels (64 a warpgroup) x columns a tile
+constexpr int kPA = kBM + 8;         // a slab row's pitch in elements: 8 words (TF32) or 16 bytes past 32 words
+constexpr int kWeightBytes = 64 * 1024;
+constexpr int kStepBytes = kBN * 32;  // one k-step of B: two core-matrix columns of 16 bytes x kBN rows
+
+template <typename T>
+struct Cfg {
+  static constexpr bool kHalf = sizeof(T) == 2;
+  static constexpr int kK = kHalf ? 16 : 8;       // k a wgmma
+  static constexpr int kBK = kHalf ? 64 : 32;     // channels a chunk (128 bytes of a pixel's k)
+  static constexpr int kSteps = kBK / kK;         // 4
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
+  static constexpr int kSlabBytes = kBK * kPA * static_cast<int>(sizeof(T));
+  static constexpr int kCopies = kBK * (kBM / kV) / kThreads;  // a thread's 16-byte copies a chunk
+  static constexpr int kSmemBytes = kWeightBytes + 2 * kBN * 4 + 2 * kSlabBytes;
+  static_assert(kCopies * kThreads == kBK * (kBM / kV) && kThreads % (kBM / kV) == 0);
+};
+
+struct ColswGeom {
+  int hw, win, hout, wout, kh, kw, kk, cin_g, cout_g, nc, m_total, m_tiles, n_tiles, per;  // per: blocks a column tile
+  int nchunks;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 2)
+    convt_colsw_kernel(const ConvTParams p, const ColswGeom sg, const T* __restrict__ x, const T* __restrict__ w,
+                       const T* __restrict__ bias, T* __restrict__ y, bool pair) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = Cfg<T>;
+  using Op = typename wg::OpFor<T>::type;
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* wsm = smem;
+  int* col_off = reinterpret_cast<int*>(smem + kWeightBytes);  // a column's output offset within its group's planes
+  float* col_bias = reinterpret_cast<float*>(col_off + kBN);
+  T* slabs = reinterpret_cast<T*>(col_bias + kBN);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wgi = warp >> 2, wq = warp & 3;
+
+  const int tiles_g = sg.n_tiles * sg.per;  // blocks a group
+  const int grp = blockIdx.x / tiles_g, rest = blockIdx.x - grp * tiles_g;
+  const int nt = rest % sg.n_tiles, j0 = rest / sg.n_tiles;
+  const int n0 = nt * kBN;
+  const int my_tiles = j0 < sg.m_tiles ? (sg.m_tiles - 1 - j0) / sg.per + 1 : 0;
+  const int nq = my_tiles * sg.nchunks;  // the block's chunks, tile by tile
+  const T* xg = x + int64_t(grp) * sg.cin_g * sg.hw;
+  const int64_t img_in = int64_t(p.Cin) * sg.hw;
+
+  // Chunk q: tile j0 + (q / nchunks) per, channels (q % nchunks) BK... Thread's copies: pixel piece pc (16 bytes),
+  // channel rows kr, kr + kRowStep, ...
+  constexpr int kPieces = kBM / C::kV, kRowStep = kThreads / kPieces;
+  const int pc = (tid % kPieces) * C::kV, kr = tid / kPieces;
+  auto issue = [&](int q) {
+    const int t = q / sg.nchunks, kc = q - t * sg.nchunks;
+    const int m = (j0 + t * sg.per) * kBM + pc, img = m / sg.hw;
+    const bool m_ok = m < sg.m_total;
+    const T* src = xg + img * img_in + (m - img * sg.hw) + int64_t(kc * C::kBK + kr) * sg.hw;
+    T* dst = slabs + (q & 1) * (C::kSlabBytes / static_cast<int>(sizeof(T))) + kr * kPA + pc;
+#pragma unroll
+    for (int i = 0; i < C::kCopies; ++i) {
+      const bool ok = m_ok && kc * C::kBK + kr + i * kRowStep < sg.cin_g;
+      cp_async16_zfill(dst + i * kRowStep * kPA, ok ? src + int64_t(i * kRowStep) * sg.hw : x, ok);
+    }
+    cp_async_commit();
+  };
+  if (nq > 0) issue(0);
+
+  // The weights: column n, channel k at byte (k / kK) kStepBytes + (k % kK / (kK / 2)) (kStepBytes / 2) + (n / 8) 128
+  // + (n % 8) 16 + (k % (kK / 2)) elem: thread (n, k-group) gathers one 16-byte core row (4 or 8 channels of n) and
+  // stores it whole; consecutive threads take consecutive columns, so the loads coalesce and the stores cover banks.
+  {
+    constexpr int kE = C::kV;  // channels a core row
+    const int kpad = sg.nchunks * C::kBK, rows = kBN * (kpad / kE);
+    const T* wg0 = w + int64_t(grp) * sg.cin_g * sg.nc;
+    // Unrolled so that a thread has several columns' loads in flight: one at a time, their L2 round trips in series
+    // would cost microseconds a block.
+#pragma unroll 4
+    for (int e = tid; e < rows; e += kThreads) {
+      const int n = e % kBN, kg = e / kBN, k0 = kg * kE;
+      const bool n_ok = n0 + n < sg.nc;
+      uint32_t v[kE];
+#pragma unroll
+      for (int i = 0; i < kE; ++i) {
+        const bool ok = n_ok && k0 + i < sg.cin_g;
+        v[i] = ok ? uint32_t(reinterpret_cast<const std::conditional_t<C::kHalf, uint16_t, uint32_t>*>(wg0)[
+                        int64_t(k0 + i) * sg.nc + n0 + n])
+                  : 0u;
+      }
+      uint4 q4;
+      if constexpr (C::kHalf) q4 = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
+      else q4 = make_uint4(tf32_bits(v[0]), tf32_bits(v[1]), tf32_bits(v[2]), tf32_bits(v[3]));
+      const int ks = k0 / C::kK, half = (k0 % C::kK) / kE;
+      *reinterpret_cast<uint4*>(wsm + ks * kStepBytes + half * (kStepBytes / 2) + (n >> 3) * 128 + (n & 7) * 16) = q4;
+    }
+    // The columns' output offsets (within the group's output planes of one image) and bias.
+    for (int n = tid; n < kBN; n += kThreads) {
+      const int c = n0 + n, co = c / sg.kk, r = c - co * sg.kk, a = r / sg.kw, b = r - a * sg.kw;
+      const bool ok = c < sg.nc;
+      col_off[n] = ok ? (co * sg.hout + a) * sg.wout + b : 0;
+      col_bias[n] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * sg.cout_g + co]) : 0.f;
+    }
+  }
+  fence_async_smem();  // the weights, written by this proxy, are read by wgmma's
+
+  const uint32_t wlo = desc_lo(smem_addr(wsm), kStepBytes / 2);
+  const int g8 = lane >> 2, t4 = lane & 3;
+  const int64_t img_out = int64_t(p.Cout) * sg.hout * sg.wout;
+  T* yg = y + int64_t(grp) * sg.cout_g * sg.hout * sg.wout;
+  float acc[64];
+#pragma unroll
+  for (int e = 0; e < 64; ++e) acc[e] = 0.f;
+  for (int q = 0; q < nq; ++q) {
+    cp_async_wait<0>();
+    __syncthreads();  // chunk q has landed; every warp is past chunk q - 1, whose buffer chunk q + 1 takes
+    if (q + 1 < nq) issue(q + 1);
+    const int t = q / sg.nchunks, kc = q - t * sg.nchunks;
+    const T* slab = slabs + (q & 1) * (C::kSlabBytes / static_cast<int>(sizeof(T)));
+    uint32_t a[C::kSteps][4];
+    const int px = wgi * 64 + wq * 16;
+#pragma unroll
+    for (int s = 0; s < C::kSteps; ++s) {
+      if constexpr (C::kHalf) {
+        const int li = lane >> 3, r = lane & 7;
+        ldmatrix_x4_trans(a[s], slab + (s * 16 + (li >> 1) * 8 + r) * kPA + px + (li & 1) * 8);
+      } else {
+        // m16n8k8's A: a0 (pixel g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+        const float* sp = reinterpret_cast<const float*>(slab) + (s * 8 + t4) * kPA + px + g8;
+        a[s][0] = tf32_bits(__float_as_uint(sp[0]));
+        a[s][1] = tf32_bits(__float_as_uint(sp[8]));
+        a[s][2] = tf32_bits(__float_as_uint(sp[4 * kPA]));
+        a[s][3] = tf32_bits(__float_as_uint(sp[4 * kPA + 8]));
+      }
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < C::kSteps; ++s) {
+      const int ks = kc * C::kSteps + s;
+      wg::WgmmaRs<Op, kBN>::run(acc, a[s], desc_words(128 >> 4, wlo + uint32_t((ks * kStepBytes) >> 4)),
+                                kc > 0 || s > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(acc);
+    if (kc + 1 == sg.nchunks) {
+      // Accumulator d[4 j + e]: pixel 16 wq + g (+ 8 for e >= 2) of the warpgroup's 64, column 8 j + 2 t + (e & 1).
+      const int mt = j0 + t * sg.per;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = mt * kBM + px + g8 + 8 * h;
+        if (m < sg.m_total) {
+          const int img = m / sg.hw, r = m - img * sg.hw, ih = r / sg.win, iw = r - ih * sg.win;
+          T* yp = yg + img * img_out + int64_t(ih) * sg.kh * sg.wout + int64_t(iw) * sg.kw;
+#pragma unroll
+          for (int j = 0; j < kBN / 8; ++j) {
+            const int n = 8 * j + 2 * t4;
+            if (n0 + n < sg.nc) {
+              const float v0 = acc[4 * j + 2 * h] + col_bias[n], v1 = acc[4 * j + 2 * h + 1] + col_bias[n + 1];
+              if (pair) {
+                store2(yp + col_off[n], v0, v1);
+              } else {
+                yp[col_off[n]] = static_cast<T>(v0);
+                if (n0 + n + 1 < sg.nc) yp[col_off[n + 1]] = static_cast<T>(v1);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+}
+
+template <typename T>
+void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                  at::Tensor& out, cudaStream_t stream) {
+  using C = Cfg<T>;
+  ColswGeom sg;
+  sg.hw = static_cast<int>(p.Hin * p.Win);
+  sg.win = static_cast<int>(p.Win);
+  sg.hout = static_cast<int>(p.Hout);
+  sg.wout = static_cast<int>(p.Wout);
+  sg.kh = static_cast<int>(p.KH);
+  sg.kw = static_cast<int>(p.KW);
+  sg.kk = sg.kh * sg.kw;
+  sg.cin_g = static_cast<int>(p.Cin_g);
+  sg.cout_g = static_cast<int>(p.Cout_g);
+  sg.nc = sg.cout_g * sg.kk;
+  sg.m_total = static_cast<int>(p.N * p.Hin * p.Win);
+  sg.m_tiles = (sg.m_total + kBM - 1) / kBM;
+  sg.n_tiles = (sg.nc + kBN - 1) / kBN;
+  sg.nchunks = (sg.cin_g + C::kBK - 1) / C::kBK;
+  if (sg.m_tiles == 0 || sg.n_tiles == 0 || p.groups == 0) return;
+  // Two blocks an SM, spread over the (group, column tile) pairs; each walks the pixel tiles its index picks.
+  const int64_t pairs = p.groups * int64_t(sg.n_tiles);
+  const int64_t slots = 2 * int64_t(sm_count(x.get_device()));
+  sg.per = static_cast<int>(std::min<int64_t>(sg.m_tiles, std::max<int64_t>(1, (slots + pairs - 1) / pairs)));
+  const int64_t blocks = pairs * sg.per;
+  T* y = out.mutable_data_ptr<T>();
+  const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
+  auto kernel = convt_colsw_kernel<T>;
+  allow_dynamic_smem(kernel, C::kSmemBytes);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, C::kSmemBytes, stream>>>(
+      p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+bool colsw_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+  const at::ScalarType dt = x.scalar_type();
+  if (!cols_shuffle(p) || !((dt == at::kFloat && tf32) || dt == at::kHalf || dt == at::kBFloat16)) return false;
+  const int64_t elem = x.element_size(), vec = 16 / elem, max_k = kWeightBytes / (kBN * elem);
+  const int64_t hw = p.Hin * p.Win, lim = int64_t(1) << 30;
+  if (p.Cin_g > max_k || hw % vec != 0 || p.N * hw >= lim || p.Cin * hw >= lim) return false;
+  if (p.Cout_g * p.Hout * p.Wout >= lim || p.Cout * p.Hout * p.Wout >= (int64_t(1) << 31)) return false;
+  if (reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return false;
+  return wg_available(x.get_device());
+}
+
+void launch_colsw(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
+                  cudaStream_t stream) {
+  switch (x.scalar_type()) {
+    case at::kFloat: launch_typed<float>(p, x, w, b, out, stream); break;
+    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, stream); break;
+    default: TORCH_CHECK(false, "convt: the wgmma shuffle takes float32 (as TF32), float16 and bfloat16");
+  }
+}
+
+}  // namespace convt
