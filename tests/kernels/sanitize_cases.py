@@ -55,7 +55,7 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (2, 36, 6, (5, 3), (19, 24), (2, 3), (2, 1), (1, 0), (2, 1), 2, torch.float16, "cols", True),
     (2, 64, 3, (4, 4), (32, 32), 2, 1, 0, 1, 1, torch.float32, "cols", False),
     # its wgmma form (sm_90a; elsewhere the mma.sync form): several pixel tiles a block with a last one cut by the
-    # batch's end, groups and a channel tail in TF32; bf16 with an odd kernel width and two column tiles
+    # batch's end, groups and a channel tail in TF32; bf16 with an odd kernel width and three column tiles
     (2, 80, 24, (2, 2), (136, 136), 2, 0, 0, 1, 2, torch.float32, "colsw", True),
     (1, 70, 32, (3, 3), (40, 48), 3, 0, 0, 1, 1, torch.bfloat16, "colsw", True),
     # cells kernel: FSRCNN's 9x9 stride 3 (two n8 tiles, 16 offsets) on tiles cut by the image's edges in TF32; fp16
