@@ -26,6 +26,7 @@ namespace convt {
 namespace {
 
 #include "cp_async.cuh"
+#include "fast_div.cuh"
 #include "mma_sync.cuh"
 #include "store_pair.cuh"
 #include "wg_ptx.cuh"
@@ -43,15 +44,23 @@ struct Cfg {
   static constexpr int kBK = kHalf ? 64 : 32;     // channels a chunk (128 bytes of a pixel's k)
   static constexpr int kSteps = kBK / kK;         // 4
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
-  static constexpr int kSlabBytes = kBK * kPA * static_cast<int>(sizeof(T));
   static constexpr int kCopies = kBK * (kBM / kV) / kThreads;  // a thread's 16-byte copies a chunk
-  static constexpr int kSmemBytes = kWeightBytes + 2 * kBN * 4 + 2 * kSlabBytes;
+  static constexpr int kSlabElems = kBK * kPA;
+  static constexpr int kSmemBytes = kWeightBytes + kBN / 2 * 16 + 2 * kSlabElems * static_cast<int>(sizeof(T));
   static_assert(kCopies * kThreads == kBK * (kBM / kV) && kThreads % (kBM / kV) == 0);
 };
 
 struct ColswGeom {
   int hw, win, hout, wout, kh, kw, kk, cin_g, cout_g, nc, m_total, m_tiles, n_tiles, per;  // per: blocks a column tile
   int nchunks;
+  FastDiv by_hw, by_win;
+};
+
+// The epilogue's table: a column pair's output offsets (elements, within an image's planes of the group) and bias.
+struct ColPair {
+  uint32_t off0;
+  float b0, b1;
+  uint32_t off1;
 };
 
 template <typename T>
@@ -63,9 +72,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   using Op = typename wg::OpFor<T>::type;
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* wsm = smem;
-  int* col_off = reinterpret_cast<int*>(smem + kWeightBytes);  // a column's output offset within its group's planes
-  float* col_bias = reinterpret_cast<float*>(col_off + kBN);
-  T* slabs = reinterpret_cast<T*>(col_bias + kBN);
+  ColPair* cols = reinterpret_cast<ColPair*>(smem + kWeightBytes);
+  T* slabs = reinterpret_cast<T*>(cols + kBN / 2);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wgi = warp >> 2, wq = warp & 3;
 
   const int tiles_g = sg.n_tiles * sg.per;  // blocks a group
@@ -73,28 +81,44 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int nt = rest % sg.n_tiles, j0 = rest / sg.n_tiles;
   const int n0 = nt * kBN;
   const int my_tiles = j0 < sg.m_tiles ? (sg.m_tiles - 1 - j0) / sg.per + 1 : 0;
-  const int nq = my_tiles * sg.nchunks;  // the block's chunks, tile by tile
   const T* xg = x + int64_t(grp) * sg.cin_g * sg.hw;
   const int64_t img_in = int64_t(p.Cin) * sg.hw;
 
-  // Chunk q: tile j0 + (q / nchunks) per, channels (q % nchunks) BK... Thread's copies: pixel piece pc (16 bytes),
-  // channel rows kr, kr + kRowStep, ...
+  // The copies run a chunk ahead of the products, each from a cursor advanced by additions (the divisions of a
+  // chunk's tile and image cost more instructions than its copies): chunk (ct, ck) of the block's tiles, the
+  // thread's 16-byte pixel piece pc of channel rows kr, kr + kRowStep, ...
   constexpr int kPieces = kBM / C::kV, kRowStep = kThreads / kPieces;
   const int pc = (tid % kPieces) * C::kV, kr = tid / kPieces;
-  auto issue = [&](int q) {
-    const int t = q / sg.nchunks, kc = q - t * sg.nchunks;
-    const int m = (j0 + t * sg.per) * kBM + pc, img = m / sg.hw;
-    const bool m_ok = m < sg.m_total;
-    const T* src = xg + img * img_in + (m - img * sg.hw) + int64_t(kc * C::kBK + kr) * sg.hw;
-    T* dst = slabs + (q & 1) * (C::kSlabBytes / static_cast<int>(sizeof(T))) + kr * kPA + pc;
+  const int64_t row_step = int64_t(kRowStep) * sg.hw, chunk_step = int64_t(C::kBK) * sg.hw;
+  int ct = 0, ck = 0, cbuf = 0;
+  const T* src = nullptr;
+  bool m_ok = false;
+  auto tile_src = [&] {
+    const int m = (j0 + ct * sg.per) * kBM + pc, img = static_cast<int>(sg.by_hw.div(m));
+    m_ok = m < sg.m_total;
+    src = xg + img * img_in + (m - img * sg.hw) + int64_t(kr) * sg.hw;
+  };
+  auto issue = [&] {
+    T* dst = slabs + cbuf * C::kSlabElems + kr * kPA + pc;
+    const int left = sg.cin_g - ck * C::kBK - kr;  // channel rows of the group left from the thread's first
 #pragma unroll
     for (int i = 0; i < C::kCopies; ++i) {
-      const bool ok = m_ok && kc * C::kBK + kr + i * kRowStep < sg.cin_g;
-      cp_async16_zfill(dst + i * kRowStep * kPA, ok ? src + int64_t(i * kRowStep) * sg.hw : x, ok);
+      const bool ok = m_ok && i * kRowStep < left;
+      cp_async16_zfill(dst + i * kRowStep * kPA, ok ? src + i * row_step : x, ok);
     }
     cp_async_commit();
+    cbuf ^= 1;
+    src += chunk_step;
+    if (++ck == sg.nchunks) {
+      ck = 0;
+      ++ct;
+      if (ct < my_tiles) tile_src();
+    }
   };
-  if (nq > 0) issue(0);
+  if (my_tiles > 0) {
+    tile_src();
+    issue();
+  }
 
   // The weights: column n, channel k at byte (k / kK) kStepBytes + (k % kK / (kK / 2)) (kStepBytes / 2) + (n / 8) 128
   // + (n % 8) 16 + (k % (kK / 2)) elem: thread (n, k-group) gathers one 16-byte core row (4 or 8 channels of n) and
@@ -118,17 +142,26 @@ __global__ void __launch_bounds__(kThreads, 2)
                   : 0u;
       }
       uint4 q4;
-      if constexpr (C::kHalf) q4 = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
-      else q4 = make_uint4(tf32_bits(v[0]), tf32_bits(v[1]), tf32_bits(v[2]), tf32_bits(v[3]));
+      if constexpr (C::kHalf) {
+        q4 = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
+      } else {
+        q4 = make_uint4(tf32_bits_of(__uint_as_float(v[0])), tf32_bits_of(__uint_as_float(v[1])),
+                        tf32_bits_of(__uint_as_float(v[2])), tf32_bits_of(__uint_as_float(v[3])));
+      }
       const int ks = k0 / C::kK, half = (k0 % C::kK) / kE;
       *reinterpret_cast<uint4*>(wsm + ks * kStepBytes + half * (kStepBytes / 2) + (n >> 3) * 128 + (n & 7) * 16) = q4;
     }
-    // The columns' output offsets (within the group's output planes of one image) and bias.
-    for (int n = tid; n < kBN; n += kThreads) {
-      const int c = n0 + n, co = c / sg.kk, r = c - co * sg.kk, a = r / sg.kw, b = r - a * sg.kw;
-      const bool ok = c < sg.nc;
-      col_off[n] = ok ? (co * sg.hout + a) * sg.wout + b : 0;
-      col_bias[n] = ok && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * sg.cout_g + co]) : 0.f;
+    // The column pairs' output offsets (within the group's output planes of one image) and bias.
+    auto off = [&](int c) {
+      const int co = c / sg.kk, r = c - co * sg.kk, a = r / sg.kw, b = r - a * sg.kw;
+      return c < sg.nc ? uint32_t((co * sg.hout + a) * sg.wout + b) : 0u;
+    };
+    auto bias_of = [&](int c) {
+      return c < sg.nc && bias != nullptr ? static_cast<float>(bias[int64_t(grp) * sg.cout_g + c / sg.kk]) : 0.f;
+    };
+    for (int i = tid; i < kBN / 2; i += kThreads) {
+      const int c = n0 + 2 * i;
+      cols[i] = ColPair{off(c), bias_of(c), bias_of(c + 1), off(c + 1)};
     }
   }
   fence_async_smem();  // the weights, written by this proxy, are read by wgmma's
@@ -137,68 +170,77 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int g8 = lane >> 2, t4 = lane & 3;
   const int64_t img_out = int64_t(p.Cout) * sg.hout * sg.wout;
   T* yg = y + int64_t(grp) * sg.cout_g * sg.hout * sg.wout;
+  const int px = wgi * 64 + wq * 16;
+  // Accumulator d[4 j + e]: pixel 16 wq + g (+ 8 for e >= 2) of the warpgroup's 64, column 8 j + 2 t + (e & 1).
   float acc[64];
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.f;
-  for (int q = 0; q < nq; ++q) {
-    cp_async_wait<0>();
-    __syncthreads();  // chunk q has landed; every warp is past chunk q - 1, whose buffer chunk q + 1 takes
-    if (q + 1 < nq) issue(q + 1);
-    const int t = q / sg.nchunks, kc = q - t * sg.nchunks;
-    const T* slab = slabs + (q & 1) * (C::kSlabBytes / static_cast<int>(sizeof(T)));
-    uint32_t a[C::kSteps][4];
-    const int px = wgi * 64 + wq * 16;
+  auto store_tile = [&](int t, auto full) {
+    const int mt = j0 + t * sg.per;
 #pragma unroll
-    for (int s = 0; s < C::kSteps; ++s) {
-      if constexpr (C::kHalf) {
-        const int li = lane >> 3, r = lane & 7;
-        ldmatrix_x4_trans(a[s], slab + (s * 16 + (li >> 1) * 8 + r) * kPA + px + (li & 1) * 8);
-      } else {
-        // m16n8k8's A: a0 (pixel g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
-        const float* sp = reinterpret_cast<const float*>(slab) + (s * 8 + t4) * kPA + px + g8;
-        a[s][0] = tf32_bits(__float_as_uint(sp[0]));
-        a[s][1] = tf32_bits(__float_as_uint(sp[8]));
-        a[s][2] = tf32_bits(__float_as_uint(sp[4 * kPA]));
-        a[s][3] = tf32_bits(__float_as_uint(sp[4 * kPA + 8]));
-      }
-    }
-    wgmma_fence();
+    for (int h = 0; h < 2; ++h) {
+      const int m = mt * kBM + px + g8 + 8 * h;
+      if (m < sg.m_total) {
+        const int img = static_cast<int>(sg.by_hw.div(m)), r = m - img * sg.hw;
+        const int ih = static_cast<int>(sg.by_win.div(r)), iw = r - ih * sg.win;
+        T* yp = yg + img * img_out + int64_t(ih) * sg.kh * sg.wout + int64_t(iw) * sg.kw;
 #pragma unroll
-    for (int s = 0; s < C::kSteps; ++s) {
-      const int ks = kc * C::kSteps + s;
-      wg::WgmmaRs<Op, kBN>::run(acc, a[s], desc_words(128 >> 4, wlo + uint32_t((ks * kStepBytes) >> 4)),
-                                kc > 0 || s > 0 ? 1 : 0);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(acc);
-    if (kc + 1 == sg.nchunks) {
-      // Accumulator d[4 j + e]: pixel 16 wq + g (+ 8 for e >= 2) of the warpgroup's 64, column 8 j + 2 t + (e & 1).
-      const int mt = j0 + t * sg.per;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = mt * kBM + px + g8 + 8 * h;
-        if (m < sg.m_total) {
-          const int img = m / sg.hw, r = m - img * sg.hw, ih = r / sg.win, iw = r - ih * sg.win;
-          T* yp = yg + img * img_out + int64_t(ih) * sg.kh * sg.wout + int64_t(iw) * sg.kw;
-#pragma unroll
-          for (int j = 0; j < kBN / 8; ++j) {
-            const int n = 8 * j + 2 * t4;
-            if (n0 + n < sg.nc) {
-              const float v0 = acc[4 * j + 2 * h] + col_bias[n], v1 = acc[4 * j + 2 * h + 1] + col_bias[n + 1];
-              if (pair) {
-                store2(yp + col_off[n], v0, v1);
-              } else {
-                yp[col_off[n]] = static_cast<T>(v0);
-                if (n0 + n + 1 < sg.nc) yp[col_off[n + 1]] = static_cast<T>(v1);
-              }
+        for (int j = 0; j < kBN / 8; ++j) {
+          const int n = 8 * j + 2 * t4;
+          const ColPair cp = cols[n / 2];
+          const float v0 = acc[4 * j + 2 * h] + cp.b0, v1 = acc[4 * j + 2 * h + 1] + cp.b1;
+          if constexpr (decltype(full)::value) {
+            store2(yp + cp.off0, v0, v1);
+          } else if (n0 + n < sg.nc) {
+            if (pair) {
+              store2(yp + cp.off0, v0, v1);
+            } else {
+              yp[cp.off0] = static_cast<T>(v0);
+              if (n0 + n + 1 < sg.nc) yp[cp.off1] = static_cast<T>(v1);
             }
           }
         }
       }
     }
+  };
+  const bool fast = pair && n0 + kBN <= sg.nc;  // whole column tile, adjacent pairs: one store a pair, no checks
+  int kc = 0, buf = 0;
+  for (int t = 0; t < my_tiles; ++t) {
+    for (kc = 0; kc < sg.nchunks; ++kc) {
+      cp_async_wait<0>();
+      __syncthreads();  // this chunk has landed; every warp is past the last one, whose buffer the next takes
+      if (ct < my_tiles) issue();
+      const T* slab = slabs + buf * C::kSlabElems;
+      buf ^= 1;
+      uint32_t a[C::kSteps][4];
+#pragma unroll
+      for (int s = 0; s < C::kSteps; ++s) {
+        if constexpr (C::kHalf) {
+          const int li = lane >> 3, r = lane & 7;
+          ldmatrix_x4_trans(a[s], slab + (s * 16 + (li >> 1) * 8 + r) * kPA + px + (li & 1) * 8);
+        } else {
+          // m16n8k8's A: a0 (pixel g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+          const float* sp = reinterpret_cast<const float*>(slab) + (s * 8 + t4) * kPA + px + g8;
+          a[s][0] = tf32_bits_of(sp[0]);
+          a[s][1] = tf32_bits_of(sp[8]);
+          a[s][2] = tf32_bits_of(sp[4 * kPA]);
+          a[s][3] = tf32_bits_of(sp[4 * kPA + 8]);
+        }
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int s = 0; s < C::kSteps; ++s) {
+        const int ks = kc * C::kSteps + s;
+        wg::WgmmaRs<Op, kBN>::run(acc, a[s], desc_words(128 >> 4, wlo + uint32_t((ks * kStepBytes) >> 4)),
+                                  kc > 0 || s > 0 ? 1 : 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+    }
+    fence_regs(acc);
+    if (fast) store_tile(t, std::true_type{});
+    else store_tile(t, std::false_type{});
   }
-  cp_async_wait<0>();
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
@@ -221,6 +263,8 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   sg.m_tiles = (sg.m_total + kBM - 1) / kBM;
   sg.n_tiles = (sg.nc + kBN - 1) / kBN;
   sg.nchunks = (sg.cin_g + C::kBK - 1) / C::kBK;
+  sg.by_hw = FastDiv(static_cast<uint32_t>(sg.hw));
+  sg.by_win = FastDiv(static_cast<uint32_t>(sg.win));
   if (sg.m_tiles == 0 || sg.n_tiles == 0 || p.groups == 0) return;
   // Two blocks an SM, spread over the (group, column tile) pairs; each walks the pixel tiles its index picks.
   const int64_t pairs = p.groups * int64_t(sg.n_tiles);

@@ -88,6 +88,10 @@ struct MmaK8<at::BFloat16> {
 // only a TF32 operand's upper 19 bits (CUTLASS's round_half_ulp_truncate), so this is cvt.rna's result in two or
 // three integer instructions rather than the five sm_90 spends on cvt.rna.
 __device__ __forceinline__ uint32_t tf32_bits(uint32_t v) { return (v & 0x7f800000u) == 0x7f800000u ? v : v + 0x1000u; }
+// The same of a float: the Inf/NaN test as one float compare of its magnitude (FSETP), so two instructions.
+__device__ __forceinline__ uint32_t tf32_bits_of(float f) {
+  return fabsf(f) < INFINITY ? __float_as_uint(f) + 0x1000u : __float_as_uint(f);
+}
 
 // Four 8 x 8 b16 matrices, transposed: from k-major rows, thread (g, t) gets the pair (k 2t, 2t + 1) of column g.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
