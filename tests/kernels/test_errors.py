@@ -28,6 +28,8 @@ CASES = {
     "stride of wrong type": (lambda f: f(X, W, stride="a"), TypeError, "stride"),
     "output too small": (lambda f: f(torch.randn(1, 4, 1, 1), W, padding=2), RuntimeError, "too small"),
     "empty spatial input": (lambda f: f(torch.randn(1, 4, 0, 5), W), RuntimeError, "zero batch or zero channel"),
+    # no kernel sees a group of no input channels: each assumes at least one chunk of them
+    "zero-channel input": (lambda f: f(torch.randn(1, 0, 4, 4), torch.randn(0, 3, 2, 2)), RuntimeError, "at least 1 at dimension 0"),
     "groups of wrong type": (lambda f: f(X, W, groups=1.5), TypeError, "groups"),
 }
 

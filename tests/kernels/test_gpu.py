@@ -391,9 +391,10 @@ def test_cols_shuffle_cuda(seed, precision, i, monkeypatch):
     check_cols(case, precision, seed * 6151 + i, rng)
 
 
-# The wgmma shuffle's walk (convt_colsw.cu): blocks a (group, 128-column tile) pair, each walking pixel tiles 2 x SMs /
-# pairs apart, so these take several tiles a block, a last tile cut by the batch's end, column tiles cut by the edge,
-# odd kernel widths (one store an output), channel tails past a chunk (32 TF32, 64 half types), groups and bias.
+# The wgmma shuffle's walk (convt_colsw.cu): blocks a (group, 128-column tile) pair, each walking 256-pixel tiles SMs /
+# pairs apart, so these take several tiles a block, a last tile cut by the batch's end, tiles across images, column
+# tiles cut by the edge, odd kernel widths (one store an output), channel tails past a chunk (32 TF32, 64 half types),
+# groups and bias.
 COLSW_WALKS = [
     Case(2, 40, 24, (2, 2), (130, 136), (2, 2), (0, 0), (0, 0), (1, 1), 1, True),
     Case(1, 2 * 70, 2 * 20, (2, 2), (192, 200), (2, 2), (0, 0), (0, 0), (1, 1), 2, True),

@@ -1,10 +1,12 @@
-// The columns path's shuffle on wgmma (see convt_colsw.h). A block of two warpgroups owns one group's tile of 128
-// columns (output channel, kernel row, kernel column), kernel column fastest, and walks the pixel tiles j, j + P, ..
-// of that group: each tile is 128 pixels (64 a warpgroup) of the flattened batch. The block stages its columns'
-// weights once, K-major in 8-row core matrices (wgmma's B by descriptor; TF32 B must be K-major, and the weights lie
-// column-major in K), then streams [channel][pixel] slabs of the NCHW input by cp.async into two buffers, a chunk of
-// 32 channels (TF32) or 64 (half types) at a time, across tile boundaries, so a tile's stores run under the next
-// tile's first copies. A thread's A fragment comes from a slab with plain loads (TF32, rounded) or ldmatrix.trans
+// The columns path's shuffle on wgmma (see convt_colsw.h). A block of four warpgroups, one an SM, owns one group's
+// tile of 128 columns (output channel, kernel row, kernel column), kernel column fastest, and walks the pixel tiles
+// j, j + P, .. of that group: each tile is 256 pixels (64 a warpgroup) of the flattened batch. The block stages its
+// columns' weights once, K-major in 8-row core matrices (wgmma's B by descriptor; TF32 B must be K-major, and the
+// weights lie column-major in K); one block an SM gathers them once an SM, not twice (session 51: 42 -> 39 us TF32
+// on unet-128-64-n1). Each warpgroup then streams [channel][pixel] slabs of its own 64 pixels of the NCHW input by
+// cp.async into two buffers, a chunk of 32 channels (TF32) or 64 (half types) at a time, across tile boundaries, so
+// a tile's stores run under the next tile's first copies; the warpgroups wait only on their own copies (a named
+// barrier each), so one's stores overlap another's products. A thread's A fragment comes from a slab with plain loads (TF32, rounded) or ldmatrix.trans
 // (half types), at a pitch that puts a warp's reads in distinct banks. Where the kernel width is even, an accumulator
 // pair is two adjacent outputs of one row: one store, 8 lanes covering consecutive pixels' pairs.
 #include <ATen/ATen.h>
@@ -31,8 +33,8 @@ namespace {
 #include "store_pair.cuh"
 #include "wg_ptx.cuh"
 
-constexpr int kThreads = 256;
-constexpr int kBM = 128, kBN = 128;  // pixels (64 a warpgroup) x columns a tile
+constexpr int kThreads = 512;
+constexpr int kBM = 256, kBN = 128;  // pixels (64 a warpgroup) x columns a tile
 constexpr int kPA = kBM + 8;         // a slab row's pitch in elements: 8 words (TF32) or 16 bytes past 32 words
 constexpr int kWeightBytes = 64 * 1024;
 constexpr int kStepBytes = kBN * 32;  // one k-step of B: two core-matrix columns of 16 bytes x kBN rows
@@ -44,10 +46,10 @@ struct Cfg {
   static constexpr int kBK = kHalf ? 64 : 32;     // channels a chunk (128 bytes of a pixel's k)
   static constexpr int kSteps = kBK / kK;         // 4
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
-  static constexpr int kCopies = kBK * (kBM / kV) / kThreads;  // a thread's 16-byte copies a chunk
+  static constexpr int kCopies = kBK * (64 / kV) / 128;  // a thread's 16-byte copies a chunk (its warpgroup's)
   static constexpr int kSlabElems = kBK * kPA;
   static constexpr int kSmemBytes = kWeightBytes + kBN / 2 * 16 + 2 * kSlabElems * static_cast<int>(sizeof(T));
-  static_assert(kCopies * kThreads == kBK * (kBM / kV) && kThreads % (kBM / kV) == 0);
+  static_assert(kCopies * 128 == kBK * (64 / kV) && 128 % (64 / kV) == 0);
 };
 
 struct ColswGeom {
@@ -64,7 +66,7 @@ struct ColPair {
 };
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 1)
     convt_colsw_kernel(const ConvTParams p, const ColswGeom sg, const T* __restrict__ x, const T* __restrict__ w,
                        const T* __restrict__ bias, T* __restrict__ y, bool pair) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -86,9 +88,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   // The copies run a chunk ahead of the products, each from a cursor advanced by additions (the divisions of a
   // chunk's tile and image cost more instructions than its copies): chunk (ct, ck) of the block's tiles, the
-  // thread's 16-byte pixel piece pc of channel rows kr, kr + kRowStep, ...
-  constexpr int kPieces = kBM / C::kV, kRowStep = kThreads / kPieces;
-  const int pc = (tid % kPieces) * C::kV, kr = tid / kPieces;
+  // thread's 16-byte pixel piece pc (of its warpgroup's 64) of channel rows kr, kr + kRowStep, ...
+  constexpr int kPieces = 64 / C::kV, kRowStep = 128 / kPieces;
+  const int pc = wgi * 64 + (tid & 127) % kPieces * C::kV, kr = (tid & 127) / kPieces;
   const int64_t row_step = int64_t(kRowStep) * sg.hw, chunk_step = int64_t(C::kBK) * sg.hw;
   int ct = 0, ck = 0, cbuf = 0;
   const T* src = nullptr;
@@ -127,13 +129,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     constexpr int kE = C::kV;  // channels a core row
     const int kpad = sg.nchunks * C::kBK, rows = kBN * (kpad / kE);
     const T* wg0 = w + int64_t(grp) * sg.cin_g * sg.nc;
-    // Unrolled so that a thread has several columns' loads in flight: one at a time, their L2 round trips in series
-    // would cost microseconds a block.
-#pragma unroll 4
-    for (int e = tid; e < rows; e += kThreads) {
-      const int n = e % kBN, kg = e / kBN, k0 = kg * kE;
-      const bool n_ok = n0 + n < sg.nc;
-      uint32_t v[kE];
+    auto load_row = [&](int e, uint32_t (&v)[kE]) {
+      const int n = e % kBN, k0 = e / kBN * kE;
+      const bool n_ok = e < rows && n0 + n < sg.nc;
 #pragma unroll
       for (int i = 0; i < kE; ++i) {
         const bool ok = n_ok && k0 + i < sg.cin_g;
@@ -141,6 +139,9 @@ __global__ void __launch_bounds__(kThreads, 2)
                         int64_t(k0 + i) * sg.nc + n0 + n])
                   : 0u;
       }
+    };
+    auto store_row = [&](int e, const uint32_t (&v)[kE]) {
+      const int n = e % kBN, k0 = e / kBN * kE;
       uint4 q4;
       if constexpr (C::kHalf) {
         q4 = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
@@ -150,6 +151,17 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       const int ks = k0 / C::kK, half = (k0 % C::kK) / kE;
       *reinterpret_cast<uint4*>(wsm + ks * kStepBytes + half * (kStepBytes / 2) + (n >> 3) * 128 + (n & 7) * 16) = q4;
+    };
+    // In batches whose loads are all issued before any is used (32 registers of them), so that a batch costs one L2
+    // round trip; a loop of a row at a time left the compiler a round trip a row.
+    constexpr int kIt = kWeightBytes / 16 / kThreads, kB = C::kHalf ? 4 : 8;  // a thread's rows at most, a batch
+    for (int b0 = 0; b0 < kIt && tid + b0 * kThreads < rows; b0 += kB) {
+      uint32_t v[kB][kE];
+#pragma unroll
+      for (int u = 0; u < kB; ++u) load_row(tid + (b0 + u) * kThreads, v[u]);
+#pragma unroll
+      for (int u = 0; u < kB; ++u)
+        if (tid + (b0 + u) * kThreads < rows) store_row(tid + (b0 + u) * kThreads, v[u]);
     }
     // The column pairs' output offsets (within the group's output planes of one image) and bias.
     auto off = [&](int c) {
@@ -165,6 +177,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   fence_async_smem();  // the weights, written by this proxy, are read by wgmma's
+  __syncthreads();     // every warpgroup's weights and column pairs, before any warpgroup's products or stores
 
   const uint32_t wlo = desc_lo(smem_addr(wsm), kStepBytes / 2);
   const int g8 = lane >> 2, t4 = lane & 3;
@@ -183,20 +196,22 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (m < sg.m_total) {
         const int img = static_cast<int>(sg.by_hw.div(m)), r = m - img * sg.hw;
         const int ih = static_cast<int>(sg.by_win.div(r)), iw = r - ih * sg.win;
-        T* yp = yg + img * img_out + int64_t(ih) * sg.kh * sg.wout + int64_t(iw) * sg.kw;
+        // The image's planes of the group once, then a 32-bit index a store (< 2^30: colsw_supports)
+        T* yi = yg + img * img_out;
+        const uint32_t po = uint32_t(ih * sg.kh * sg.wout + iw * sg.kw);
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
           const int n = 8 * j + 2 * t4;
           const ColPair cp = cols[n / 2];
           const float v0 = acc[4 * j + 2 * h] + cp.b0, v1 = acc[4 * j + 2 * h + 1] + cp.b1;
           if constexpr (decltype(full)::value) {
-            store2(yp + cp.off0, v0, v1);
+            store2(yi + (po + cp.off0), v0, v1);
           } else if (n0 + n < sg.nc) {
             if (pair) {
-              store2(yp + cp.off0, v0, v1);
+              store2(yi + (po + cp.off0), v0, v1);
             } else {
-              yp[cp.off0] = static_cast<T>(v0);
-              if (n0 + n + 1 < sg.nc) yp[cp.off1] = static_cast<T>(v1);
+              yi[po + cp.off0] = static_cast<T>(v0);
+              if (n0 + n + 1 < sg.nc) yi[po + cp.off1] = static_cast<T>(v1);
             }
           }
         }
@@ -204,11 +219,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
   const bool fast = pair && n0 + kBN <= sg.nc;  // whole column tile, adjacent pairs: one store a pair, no checks
-  int kc = 0, buf = 0;
+  int buf = 0;
   for (int t = 0; t < my_tiles; ++t) {
-    for (kc = 0; kc < sg.nchunks; ++kc) {
+    for (int kc = 0; kc < sg.nchunks; ++kc) {
       cp_async_wait<0>();
-      __syncthreads();  // this chunk has landed; every warp is past the last one, whose buffer the next takes
+      // The warpgroup's share of this chunk has landed, and its four warps are past the last chunk, whose buffer
+      // the next takes: a named barrier a warpgroup (each copies and reads only its own 64 pixels).
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgi) : "memory");
       if (ct < my_tiles) issue();
       const T* slab = slabs + buf * C::kSlabElems;
       buf ^= 1;
@@ -266,9 +283,12 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   sg.by_hw = FastDiv(static_cast<uint32_t>(sg.hw));
   sg.by_win = FastDiv(static_cast<uint32_t>(sg.win));
   if (sg.m_tiles == 0 || sg.n_tiles == 0 || p.groups == 0) return;
-  // Two blocks an SM, spread over the (group, column tile) pairs; each walks the pixel tiles its index picks.
+  // make_params refuses a weight of no input channels, so every group has a chunk: the first copy group, issued
+  // before the chunk loop, is always waited on.
+  TORCH_INTERNAL_ASSERT(sg.nchunks > 0);
+  // One block an SM, spread over the (group, column tile) pairs; each walks the pixel tiles its index picks.
   const int64_t pairs = p.groups * int64_t(sg.n_tiles);
-  const int64_t slots = 2 * int64_t(sm_count(x.get_device()));
+  const int64_t slots = sm_count(x.get_device());
   sg.per = static_cast<int>(std::min<int64_t>(sg.m_tiles, std::max<int64_t>(1, (slots + pairs - 1) / pairs)));
   const int64_t blocks = pairs * sg.per;
   T* y = out.mutable_data_ptr<T>();

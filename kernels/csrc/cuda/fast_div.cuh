@@ -5,9 +5,9 @@
 #pragma once
 
 struct FastDiv {
-  uint32_t d = 1, mul = 0, shr = 0;
+  uint32_t mul = 0, shr = 0;
   FastDiv() = default;
-  explicit FastDiv(uint32_t divisor) : d(divisor) {
+  explicit FastDiv(uint32_t d) {
     while ((uint32_t(1) << shr) < d) ++shr;
     mul = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << shr) - d)) / d + 1);
   }
