@@ -6,9 +6,10 @@
 // on unet-128-64-n1). Each warpgroup then streams [channel][pixel] slabs of its own 64 pixels of the NCHW input by
 // cp.async into two buffers, a chunk of 32 channels (TF32) or 64 (half types) at a time, across tile boundaries, so
 // a tile's stores run under the next tile's first copies; the warpgroups wait only on their own copies (a named
-// barrier each), so one's stores overlap another's products. A thread's A fragment comes from a slab with plain loads (TF32, rounded) or ldmatrix.trans
-// (half types), at a pitch that puts a warp's reads in distinct banks. Where the kernel width is even, an accumulator
-// pair is two adjacent outputs of one row: one store, 8 lanes covering consecutive pixels' pairs.
+// barrier each), so none waits on another's stores. A thread's A fragment comes from a slab with plain loads (TF32,
+// rounded) or ldmatrix.trans (half types), at a pitch that puts a warp's reads in distinct banks. Where the kernel
+// width is even, an accumulator pair is two adjacent outputs of one row: one store, 8 lanes covering consecutive
+// pixels' pairs.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
