@@ -58,6 +58,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # batch's end, groups and a channel tail in TF32; bf16 with an odd kernel width and three column tiles
     (2, 80, 24, (2, 2), (136, 136), 2, 0, 0, 1, 2, torch.float32, "colsw", True),
     (1, 70, 32, (3, 3), (40, 48), 3, 0, 0, 1, 1, torch.bfloat16, "colsw", True),
+    # its stores staged as output rows (2x2, widths a multiple of 64): TF32 in two passes, several tiles a block and a
+    # last tile its first warpgroup alone fills, beside a column tile cut by the edge; fp16 with groups
+    (3, 72, 40, (2, 2), (95, 64), 2, 0, 0, 1, 1, torch.float32, "colsw", True),
+    (2, 96, 64, (2, 2), (16, 128), 2, 0, 0, 1, 2, torch.float16, "colsw", True),
     # cells kernel: FSRCNN's 9x9 stride 3 (two n8 tiles, 16 offsets) on tiles cut by the image's edges in TF32; fp16
     # with groups, width dilation and a chunk tail on one n8 tile; DCGAN 64->3 in strict fp32 (3xTF32); two k-steps a
     # chunk: FSRCNN in strict fp32 and a 6x6 stride-3 layer in bf16, both with a chunk tail

@@ -724,7 +724,7 @@ void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   // GPU time alone on an H200 beside this kernel's 128 bytes of k (session 51, docs/benchmarks/gpu-time-s51.md):
   // unet-128-64-n1 TF32 39.0 against 53.5 us, fp16 25.5 against 33.8, bf16 25.5 against 33.6 (cuDNN 138, 79, 79).
   if (depth == 0 || depth == 3) {
-    if (colsw_supports(p, x, tf32)) {
+    if (colsw_supports(p, x, w, tf32)) {
       launch_colsw(p, x, w, b, out, stream);
       return;
     }

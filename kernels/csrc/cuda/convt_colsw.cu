@@ -9,7 +9,8 @@
 // barrier each), so none waits on another's stores. A thread's A fragment comes from a slab with plain loads (TF32,
 // rounded) or ldmatrix.trans (half types), at a pitch that puts a warp's reads in distinct banks. Where the kernel
 // width is even, an accumulator pair is two adjacent outputs of one row: one store, 8 lanes covering consecutive
-// pixels' pairs.
+// pixels' pairs; where the kernel is 2x2 and the input width a multiple of 64, a warpgroup's tile is staged in shared
+// memory as whole output rows and written as full 128-byte lines.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_bf16.h>
@@ -37,8 +38,13 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kBM = 256, kBN = 128;  // pixels (64 a warpgroup) x columns a tile
 constexpr int kPA = kBM + 8;         // a slab row's pitch in elements: 8 words (TF32) or 16 bytes past 32 words
-constexpr int kWeightBytes = 64 * 1024;
-constexpr int kStepBytes = kBN * 32;  // one k-step of B: two core-matrix columns of 16 bytes x kBN rows
+// One k-step of B: two core-matrix columns (kStepBytes / 2 apart) of kBN / 8 core matrices kSBO bytes apart, each 8
+// rows of 16 bytes. kSBO is 144, not 128, so that eight threads storing the same row of eight core matrices at once
+// (the gather below) fall in distinct banks.
+constexpr int kSBO = 144;
+constexpr int kStepBytes = 2 * (kBN / 8) * kSBO;
+constexpr int kMaxSteps = 16;  // 128 channels a group in TF32, 256 in half types
+constexpr int kWeightBytes = kMaxSteps * kStepBytes;
 
 template <typename T>
 struct Cfg {
@@ -49,7 +55,12 @@ struct Cfg {
   static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // elements a 16-byte copy
   static constexpr int kCopies = kBK * (64 / kV) / 128;  // a thread's 16-byte copies a chunk (its warpgroup's)
   static constexpr int kSlabElems = kBK * kPA;
-  static constexpr int kSmemBytes = kWeightBytes + kBN / 2 * 16 + 2 * kSlabElems * static_cast<int>(sizeof(T));
+  // The staged stores' buffer, a warpgroup's: 64 output rows of 128 (TF32 in two passes of 32 rows), at a pitch 32
+  // bytes past the row, so that a pair store's four rows fall 8 banks apart.
+  static constexpr int kPasses = kHalf ? 1 : 2, kStagePitch = 128 + 32 / static_cast<int>(sizeof(T));
+  static constexpr int kStageElems = 64 / kPasses * kStagePitch;
+  static constexpr int kSmemBytes =
+      kWeightBytes + kBN / 2 * 16 + (2 * kSlabElems + 4 * kStageElems) * static_cast<int>(sizeof(T));
   static_assert(kCopies * 128 == kBK * (64 / kV) && 128 % (64 / kV) == 0);
 };
 
@@ -69,7 +80,7 @@ struct ColPair {
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
     convt_colsw_kernel(const ConvTParams p, const ColswGeom sg, const T* __restrict__ x, const T* __restrict__ w,
-                       const T* __restrict__ bias, T* __restrict__ y, bool pair) {
+                       const T* __restrict__ bias, T* __restrict__ y, bool pair, bool rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Cfg<T>;
   using Op = typename wg::OpFor<T>::type;
@@ -77,6 +88,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char* wsm = smem;
   ColPair* cols = reinterpret_cast<ColPair*>(smem + kWeightBytes);
   T* slabs = reinterpret_cast<T*>(cols + kBN / 2);
+  T* stage = slabs + 2 * C::kSlabElems;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wgi = warp >> 2, wq = warp & 3;
 
   const int tiles_g = sg.n_tiles * sg.per;  // blocks a group
@@ -123,46 +135,53 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue();
   }
 
-  // The weights: column n, channel k at byte (k / kK) kStepBytes + (k % kK / (kK / 2)) (kStepBytes / 2) + (n / 8) 128
-  // + (n % 8) 16 + (k % (kK / 2)) elem: thread (n, k-group) gathers one 16-byte core row (4 or 8 channels of n) and
-  // stores it whole; consecutive threads take consecutive columns, so the loads coalesce and the stores cover banks.
+  // The weights: column n, channel k at byte (k / kK) kStepBytes + (k % kK / (kK / 2)) (kStepBytes / 2) + (n / 8) kSBO
+  // + (n % 8) 16 + (k % (kK / 2)) elem, each 16-byte core row the E = kV channels of one column. A thread loads an
+  // E x E block (E channels of E adjacent columns: E 16-byte loads, rows of the weight as they lie; colsw_supports
+  // asks 16-byte weight rows), transposes it in registers and stores E core rows; consecutive threads take
+  // consecutive column groups, so the loads coalesce and eight threads' stores of one row index fall kSBO apart, in
+  // distinct banks. Session 52: 1.5 us (fp16) and 2 us (TF32) under a gather of one element a load.
   {
-    constexpr int kE = C::kV;  // channels a core row
-    const int kpad = sg.nchunks * C::kBK, rows = kBN * (kpad / kE);
+    constexpr int kE = C::kV, kNB = kBN / kE;
+    const int kpad = sg.nchunks * C::kBK, nblk = kpad / kE * kNB;
     const T* wg0 = w + int64_t(grp) * sg.cin_g * sg.nc;
-    auto load_row = [&](int e, uint32_t (&v)[kE]) {
-      const int n = e % kBN, k0 = e / kBN * kE;
-      const bool n_ok = e < rows && n0 + n < sg.nc;
+    auto load_blk = [&](int e, uint4 (&r)[kE]) {
+      const int k0 = e / kNB * kE, n = n0 + e % kNB * kE;
 #pragma unroll
       for (int i = 0; i < kE; ++i) {
-        const bool ok = n_ok && k0 + i < sg.cin_g;
-        v[i] = ok ? uint32_t(reinterpret_cast<const std::conditional_t<C::kHalf, uint16_t, uint32_t>*>(wg0)[
-                        int64_t(k0 + i) * sg.nc + n0 + n])
-                  : 0u;
+        const bool ok = e < nblk && n < sg.nc && k0 + i < sg.cin_g;  // nc is a multiple of E: a block in or out
+        r[i] = ok ? __ldg(reinterpret_cast<const uint4*>(wg0 + int64_t(k0 + i) * sg.nc + n)) : make_uint4(0, 0, 0, 0);
       }
     };
-    auto store_row = [&](int e, const uint32_t (&v)[kE]) {
-      const int n = e % kBN, k0 = e / kBN * kE;
-      uint4 q4;
-      if constexpr (C::kHalf) {
-        q4 = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
-      } else {
-        q4 = make_uint4(tf32_bits_of(__uint_as_float(v[0])), tf32_bits_of(__uint_as_float(v[1])),
-                        tf32_bits_of(__uint_as_float(v[2])), tf32_bits_of(__uint_as_float(v[3])));
+    auto word = [](const uint4& q, int i) { return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w; };
+    auto store_blk = [&](int e, const uint4 (&r)[kE]) {
+      const int k0 = e / kNB * kE, ng = e % kNB;
+      unsigned char* base = wsm + k0 / C::kK * kStepBytes + (k0 % C::kK) / kE * (kStepBytes / 2);
+#pragma unroll
+      for (int c = 0; c < kE; ++c) {
+        const int n = ng * kE + c;
+        uint4 q4;
+        if constexpr (C::kHalf) {  // column c's halves of each channel pair's words
+          const uint32_t sel = (c & 1) ? 0x7632u : 0x5410u;
+          q4 = make_uint4(__byte_perm(word(r[0], c / 2), word(r[1], c / 2), sel),
+                          __byte_perm(word(r[2], c / 2), word(r[3], c / 2), sel),
+                          __byte_perm(word(r[4], c / 2), word(r[5], c / 2), sel),
+                          __byte_perm(word(r[6], c / 2), word(r[7], c / 2), sel));
+        } else {
+          q4 = make_uint4(tf32_bits_of(__uint_as_float(word(r[0], c))), tf32_bits_of(__uint_as_float(word(r[1], c))),
+                          tf32_bits_of(__uint_as_float(word(r[2], c))), tf32_bits_of(__uint_as_float(word(r[3], c))));
+        }
+        *reinterpret_cast<uint4*>(base + (n >> 3) * kSBO + (n & 7) * 16) = q4;
       }
-      const int ks = k0 / C::kK, half = (k0 % C::kK) / kE;
-      *reinterpret_cast<uint4*>(wsm + ks * kStepBytes + half * (kStepBytes / 2) + (n >> 3) * 128 + (n & 7) * 16) = q4;
     };
-    // In batches whose loads are all issued before any is used (32 registers of them), so that a batch costs one L2
-    // round trip; a loop of a row at a time left the compiler a round trip a row.
-    constexpr int kIt = kWeightBytes / 16 / kThreads, kB = C::kHalf ? 4 : 8;  // a thread's rows at most, a batch
-    for (int b0 = 0; b0 < kIt && tid + b0 * kThreads < rows; b0 += kB) {
-      uint32_t v[kB][kE];
+    constexpr int kU = C::kHalf ? 1 : 2;  // blocks a batch, all loads issued before any is used: 8 loads in flight
+    for (int e0 = tid; e0 < nblk; e0 += kU * kThreads) {
+      uint4 r[kU][kE];
 #pragma unroll
-      for (int u = 0; u < kB; ++u) load_row(tid + (b0 + u) * kThreads, v[u]);
+      for (int u = 0; u < kU; ++u) load_blk(e0 + u * kThreads, r[u]);
 #pragma unroll
-      for (int u = 0; u < kB; ++u)
-        if (tid + (b0 + u) * kThreads < rows) store_row(tid + (b0 + u) * kThreads, v[u]);
+      for (int u = 0; u < kU; ++u)
+        if (e0 + u * kThreads < nblk) store_blk(e0 + u * kThreads, r[u]);
     }
     // The column pairs' output offsets (within the group's output planes of one image) and bias.
     auto off = [&](int c) {
@@ -189,6 +208,42 @@ __global__ void __launch_bounds__(kThreads, 1)
   float acc[64];
 #pragma unroll
   for (int e = 0; e < 64; ++e) acc[e] = 0.f;
+  // Where the kernel is 2x2 and a warpgroup's 64 pixels lie in one input row (rows: the width a multiple of 64, a
+  // 16-byte aligned output), a column pair (output channel, kernel row) of its tile is 128 adjacent outputs of one
+  // output row: the tile is staged in shared memory as those rows and written as whole 128-byte lines. Session 52:
+  // fp16 unet-128-64-n1 25.6 -> 24.5 us, unet-512-256-n8 67.1 -> 60.1 (TF32 38.7 -> 39.5 and 110.9 -> 106.7).
+  auto store_rows = [&](int t) {
+    constexpr int kRows = 64 / C::kPasses, kPieces = 128 / C::kV, kPitch = C::kStagePitch;
+    T* st = stage + wgi * C::kStageElems;
+    const int m0 = (j0 + t * sg.per) * kBM + wgi * 64;
+    const bool ok = m0 < sg.m_total;  // the warpgroup's 64 pixels, all or none (hw is a multiple of 64)
+    const int img = static_cast<int>(sg.by_hw.div(m0)), r = m0 - img * sg.hw;
+    const int ih = static_cast<int>(sg.by_win.div(r)), iw0 = r - ih * sg.win;
+    T* yi = yg + img * img_out;
+    const uint32_t po = uint32_t(ih * 2 * sg.wout + iw0 * 2);
+    const int pl = wq * 16 + g8;
+#pragma unroll
+    for (int pass = 0; pass < C::kPasses; ++pass) {
+      // The last pass's (or tile's: a chunk barrier lies between) reads of the stage are done.
+      if (pass > 0) asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgi) : "memory");
+#pragma unroll
+      for (int jj = 0; jj < 16 / C::kPasses; ++jj) {
+        const int j = pass * (16 / C::kPasses) + jj, n = 8 * j + 2 * t4;
+        const ColPair cp = cols[n / 2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          store2(st + (4 * jj + t4) * kPitch + 2 * (pl + 8 * h), acc[4 * j + 2 * h] + cp.b0,
+                 acc[4 * j + 2 * h + 1] + cp.b1);
+      }
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgi) : "memory");
+#pragma unroll
+      for (int i = 0; i < kRows * kPieces / 128; ++i) {
+        const int idx = i * 128 + (tid & 127), rr = idx / kPieces, c = idx % kPieces;
+        const uint4 v = *reinterpret_cast<const uint4*>(st + rr * kPitch + c * C::kV);
+        if (ok) *reinterpret_cast<uint4*>(yi + (po + cols[pass * kRows + rr].off0 + c * C::kV)) = v;
+      }
+    }
+  };
   auto store_tile = [&](int t, auto full) {
     const int mt = j0 + t * sg.per;
 #pragma unroll
@@ -249,14 +304,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int s = 0; s < C::kSteps; ++s) {
         const int ks = kc * C::kSteps + s;
-        wg::WgmmaRs<Op, kBN>::run(acc, a[s], desc_words(128 >> 4, wlo + uint32_t((ks * kStepBytes) >> 4)),
+        wg::WgmmaRs<Op, kBN>::run(acc, a[s], desc_words(kSBO >> 4, wlo + uint32_t((ks * kStepBytes) >> 4)),
                                   kc > 0 || s > 0 ? 1 : 0);
       }
       wgmma_commit();
       wgmma_wait<0>();
     }
     fence_regs(acc);
-    if (fast) store_tile(t, std::true_type{});
+    if (fast && rows) store_rows(t);
+    else if (fast) store_tile(t, std::true_type{});
     else store_tile(t, std::false_type{});
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -294,23 +350,26 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const int64_t blocks = pairs * sg.per;
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.KW % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
+  const bool rows = p.KH == 2 && p.KW == 2 && p.Win % 64 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   auto kernel = convt_colsw_kernel<T>;
   allow_dynamic_smem(kernel, C::kSmemBytes);
   kernel<<<static_cast<unsigned>(blocks), kThreads, C::kSmemBytes, stream>>>(
-      p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair);
+      p, sg, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
 
-bool colsw_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
+bool colsw_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, bool tf32) {
   const at::ScalarType dt = x.scalar_type();
   if (!cols_shuffle(p) || !((dt == at::kFloat && tf32) || dt == at::kHalf || dt == at::kBFloat16)) return false;
-  const int64_t elem = x.element_size(), vec = 16 / elem, max_k = kWeightBytes / (kBN * elem);
+  const int64_t elem = x.element_size(), vec = 16 / elem, max_k = kMaxSteps * (elem == 2 ? 16 : 8);
   const int64_t hw = p.Hin * p.Win, lim = int64_t(1) << 30;
   if (p.Cin_g > max_k || hw % vec != 0 || p.N * hw >= lim || p.Cin * hw >= lim) return false;
   if (p.Cout_g * p.Hout * p.Wout >= lim || p.Cout * p.Hout * p.Wout >= (int64_t(1) << 31)) return false;
   if (reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 != 0) return false;
+  // The weights by 16-byte loads: 16-byte rows (nc elements) from a 16-byte aligned start.
+  if (p.Cout_g * p.KH * p.KW % vec != 0 || reinterpret_cast<uintptr_t>(w.const_data_ptr()) % 16 != 0) return false;
   return wg_available(x.get_device());
 }
 

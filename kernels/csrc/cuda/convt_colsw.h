@@ -13,9 +13,9 @@
 namespace convt {
 
 // A shuffle layer (cols_shuffle) in fp16, bf16 or fp32 as TF32 on an sm_90a device: at most 128 input channels a
-// group in TF32 and 256 in half types (the block's weights, 64 KB), 16-byte input planes and input pointer (the
-// weights are read an element at a time), 32-bit sizes.
-bool colsw_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
+// group in TF32 and 256 in half types (the block's weights, 72 KB), 16-byte input planes and weight rows, 16-byte
+// aligned input and weight pointers, 32-bit sizes.
+bool colsw_supports(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, bool tf32);
 void launch_colsw(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream);
 
