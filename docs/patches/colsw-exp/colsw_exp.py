@@ -107,6 +107,8 @@ def check(mod, names):
     return bad
 
 
+# bench.gpu_time's method, not imported from there: importing bench.gpu_time imports kernels, which builds the whole
+# extension (minutes on the device) that these variants do not need.
 def gpu_us(fn, args_sets, reps=60):
     for i in range(5):
         fn(*args_sets[i % len(args_sets)])

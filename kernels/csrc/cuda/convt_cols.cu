@@ -721,8 +721,8 @@ void launch_cols(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
   CONVT_CHECK(depth >= 0 && depth <= 3, "convt: the columns kernel stages 1 or 2 x 64 bytes of k (3: its wgmma shuffle), not ", depth);
   CONVT_CHECK(channels >= 0, "convt: the columns kernel's output channels a block must be positive (or 0, its pick), not ", channels);
   // The shuffle on wgmma where it applies, by default or forced (3); forced where it does not, the kernel's own pick.
-  // GPU time alone on an H200 beside this kernel's 128 bytes of k (session 51, docs/benchmarks/gpu-time-s51.md):
-  // unet-128-64-n1 TF32 39.0 against 53.5 us, fp16 25.5 against 33.8, bf16 25.5 against 33.6 (cuDNN 138, 79, 79).
+  // GPU time alone on an H200 beside this kernel's 128 bytes of k (session 52, docs/benchmarks/gpu-time-s52.md):
+  // unet-128-64-n1 TF32 38.8 against 53.7 us, fp16 23.6 against 33.8, bf16 23.6 against 33.7 (cuDNN 138, 79, 79).
   if (depth == 0 || depth == 3) {
     if (colsw_supports(p, x, w, tf32)) {
       launch_colsw(p, x, w, b, out, stream);

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // E x E block (E channels of E adjacent columns: E 16-byte loads, rows of the weight as they lie; colsw_supports
   // asks 16-byte weight rows), transposes it in registers and stores E core rows; consecutive threads take
   // consecutive column groups, so the loads coalesce and eight threads' stores of one row index fall kSBO apart, in
-  // distinct banks. Session 52: 1.5 us (fp16) and 2 us (TF32) under a gather of one element a load.
+  // distinct banks. Session 52: 1.0-1.5 us (fp16) and 1.6-2.1 us (TF32) under a gather of one element a load.
   {
     constexpr int kE = C::kV, kNB = kBN / kE;
     const int kpad = sg.nchunks * C::kBK, nblk = kpad / kE * kNB;
