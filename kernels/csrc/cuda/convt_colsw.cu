@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Where the kernel is 2x2 and a warpgroup's 64 pixels lie in one input row (rows: the width a multiple of 64, a
   // 16-byte aligned output), a column pair (output channel, kernel row) of its tile is 128 adjacent outputs of one
   // output row: the tile is staged in shared memory as those rows and written as whole 128-byte lines. Session 52:
-  // fp16 unet-128-64-n1 25.6 -> 24.5 us, unet-512-256-n8 67.1 -> 60.1 (TF32 38.7 -> 39.5 and 110.9 -> 106.7).
+  // fp16 unet-128-64-n1 25.6 -> 24.5 us, 8 x 128 -> 256 channels at 64 x 64 67.1 -> 60.1 (TF32 38.7 -> 39.5 and
+  // 110.9 -> 106.7).
   auto store_rows = [&](int t) {
     constexpr int kRows = 64 / C::kPasses, kPieces = 128 / C::kV, kPitch = C::kStagePitch;
     T* st = stage + wgi * C::kStageElems;
