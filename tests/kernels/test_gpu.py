@@ -918,6 +918,31 @@ def test_dwin_persistent_cuda(seed, precision, monkeypatch):
     check_cuda(case, precision, seed * 7907 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
 
 
+def dram_bytes_per_sm_cycle() -> float:
+    """The heuristic's DRAM rate (smem_attr.h), from the same device facts."""
+    p = torch.cuda.get_device_properties(0)
+    return 2 * p.memory_clock_rate * p.memory_bus_width / 8 / (p.multi_processor_count * p.clock_rate)
+
+
+@pytest.mark.parametrize("precision", ["float32-tf32", "float16"], indirect=True)
+@pytest.mark.parametrize("shape", [
+    (2, 32, 32, (3, 3), (64, 256), (1, 1), (0, 0), (0, 0), (1, 1), 1),   # kb71's layer, smaller
+    (1, 48, 64, (3, 2), (40, 96), (1, 1), (1, 0), (0, 0), (1, 1), 2),    # 32 channels a group, 6 taps
+])
+def test_dwin_pick_under_15_taps_cuda(seed, precision, shape, monkeypatch):
+    """At 32 output channels a group or fewer with 3 kernel rows the half types take the window kernel; TF32 under 15
+    taps takes it only on a card of 16 or more DRAM bytes an SM cycle (an H200, not an H100), where its pace, which
+    follows the DRAM rate, beats dwnp8's, bound on chip."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "auto")
+    case = Case(*shape, True)
+    rich = dram_bytes_per_sm_cycle() >= 16
+    want = "dwin" if precision != "float32-tf32" or rich else "dwg"
+    assert path_taken(case, TORCH_DTYPE[precision]) == want, f"{shape} at {dram_bytes_per_sm_cycle():.1f} B a cycle"
+    check_cuda(case, precision, seed, ref_device="cuda")
+
+
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("i", range(30))
 def test_strip_kernel_cuda(seed, precision, i, monkeypatch):

@@ -30,6 +30,7 @@
 #include "convt_stack.h"
 #include "convt_strip.h"
 #include "convt_tc.h"
+#include "smem_attr.h"
 
 namespace convt {
 namespace {
@@ -505,9 +506,12 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     // side in wgmma's N, so a halo row is read once for the three output rows it feeds (channels as N read it once a
     // kernel row, at 192 bytes of shared memory a cycle). GPU time alone (bench.gpu_time, session 34, us, against
     // dwn8/dwnp8): kb78 TF32 642-646 against 894-924 (H100 and H200), fp16 422-425 against 508-514; kb71 fp16 346-361
-    // against 364-395. kb71 in TF32 keeps dwnp8 (below): on the H100 the window kernel tied or lost there (576, 659
-    // and 668 against 576-578, in three calls), where it won on the H200 (479 against 553).
-    if (narrow && (dtype != at::kFloat || p.KH * p.KW >= 15) && dwin_supports(p, x, tf32)) return {Path::kDwin};
+    // against 364-395. Under 15 taps in TF32 (kb71) the window kernel's pace follows the DRAM rate and dwnp8's
+    // (bound by its shared-memory reads, notes v24) does not: on the H100 (12.8 DRAM bytes an SM cycle) the window
+    // kernel tied or lost (576, 659 and 668 us against 576-578, in three calls of session 34), on the H200 (18.4) it
+    // won (479 against 553 in session 34, 480 against 565 in session 53). So it takes kb71 where DRAM gives 16 or more.
+    const bool dwin_tf32 = p.KH * p.KW >= 15 || dram_bytes_per_sm_cycle(x.get_device()) >= 16.0;
+    if (narrow && (dtype != at::kFloat || dwin_tf32) && dwin_supports(p, x, tf32)) return {Path::kDwin};
     const bool half = dtype != at::kFloat;
     const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
     auto padded = [&](int cols) {
