@@ -11,11 +11,8 @@
 // `stages` raw rows their cp.async fill (a named barrier a row, as v18). A stage is one input row, 64 + KW - 1
 // columns (whole 16-byte copies), of every input channel of the group. Every group's weights stay in shared memory
 // for the whole kernel, packed once a call as [group][chunk][kernel column][k half][slot x 32 channels][16 bytes].
-// A column is one 64-column strip of one image and group (strips fastest, so neighbouring strips share their halo
-// columns in L2); the columns' output rows, end to end, are split into one run a consumer warpgroup of nearly equal
-// length (v50). A run's part in one column is a tile, streamed with its 2 halo rows: a warpgroup streams its run plus
-// 2 rows for each column it enters, where bands of equal height cost whole rounds of bands (kb71: 294 rows for the
-// busiest warpgroup against 269).
+// Consumer warpgroup h of block b walks tiles 2b + h, 2b + h + 2 gridDim.x, ...: a tile is a band of output rows of
+// one 64-column strip, image and group; strips fastest, so neighbouring strips share their halo columns in L2.
 #include "convt_dwin.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -49,7 +46,6 @@ constexpr int kMaxNb = 4;
 constexpr int kG = 2;   // consumer warpgroups a block
 constexpr int kPW = 2;  // producer warps a consumer: the producer warpgroup split in two
 constexpr int kPT = 32 * kPW;
-constexpr int kMinRun = 16;  // output rows a consumer warpgroup's run at least, where the problem has that many
 
 struct DwinGeom : StrideOneDims {
   int chunks;              // input-channel chunks a group: one wgmma k-step each (8 fp32, 16 half)
@@ -59,7 +55,7 @@ struct DwinGeom : StrideOneDims {
   int raw_bytes, pm_bytes; // a stage: the raw row of every channel; its pixel-major copy
   int w_bytes;             // every group's packed weights
   int stages, nb;          // raw stages and pixel-major buffers, each producer half
-  int strips;              // 64-column strips across an image
+  int band, bands, strips; // output rows a tile; tiles down and across an image
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
   int smem_bytes;
 };
@@ -125,7 +121,7 @@ __global__ void dwin_pack_kernel(const DwinGeom d, const T* __restrict__ w, uint
 template <typename T>
 __global__ void __launch_bounds__((kG + 1) * 128, 1)
     convt_dwin_kernel(const DwinGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
-                      const T* __restrict__ bias, T* __restrict__ y, bool pair, int64_t rows_total) {
+                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (kG + 1) * 128;
   using Op = typename wg::OpFor<T>::type;
@@ -155,23 +151,22 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
   const uint32_t raw_s = smem_addr(reinterpret_cast<char*>(smem) + d.raw_off) + h * d.stages * d.raw_bytes;
   const uint32_t pm_s = smem_addr(reinterpret_cast<char*>(smem) + d.pm_off) + h * d.nb * d.pm_bytes;
 
-  // This warpgroup's run: output rows [lo, hi) of the columns end to end, in one tile a column it enters.
-  const int64_t walkers = int64_t(kG) * gridDim.x, walker = int64_t(kG) * blockIdx.x + h;
-  const int64_t lo = walker * rows_total / walkers, hi = (walker + 1) * rows_total / walkers;
-  const int64_t col0 = lo / d.hout;
-  const int own = hi > lo ? static_cast<int>((hi - 1) / d.hout - col0 + 1) : 0;
+  const unsigned walker = kG * blockIdx.x + h, step = kG * gridDim.x;
+  const int own = walker < tiles ? static_cast<int>((tiles - 1 - walker) / step + 1) : 0;
   struct At {
     int img, g, o0, rows, ow0, ca, shift;
   };
   auto tile_at = [&](int k) {
-    const int64_t col = col0 + k, top = col * d.hout;
+    unsigned t = walker + unsigned(k) * step;
     At a;
-    a.o0 = lo > top ? static_cast<int>(lo - top) : 0;
-    a.rows = (hi < top + d.hout ? static_cast<int>(hi - top) : d.hout) - a.o0;
-    const int strip = static_cast<int>(col % d.strips);
-    const int64_t t = col / d.strips;
+    const int strip = static_cast<int>(t % d.strips);
+    t /= d.strips;
+    const int band = static_cast<int>(t % d.bands);
+    t /= d.bands;
     a.img = static_cast<int>(t % d.n);
     a.g = static_cast<int>(t / d.n);
+    a.o0 = band * d.band;
+    a.rows = min(d.band, d.hout - a.o0);
     a.ow0 = strip * kCols;
     const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
     a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
@@ -366,7 +361,7 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit) {
+DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
   DwinGeom d{};
   static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
@@ -394,6 +389,21 @@ DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit) {
   d.pm_off = d.raw_off + kG * d.stages * d.raw_bytes;
   d.smem_bytes = size(d.nb, d.stages);
   d.strips = (d.wout + kCols - 1) / kCols;
+  // Bands of nearly equal height: the count whose rounds of tiles over the 2 x SMs consumer warpgroups stream the
+  // fewest halo rows (each band streams its rows plus 2).
+  const int64_t across = int64_t(p.groups) * d.n * d.strips;
+  int64_t best = -1;
+  for (int bands = 1; bands <= std::min(d.hout, 256); ++bands) {
+    const int band = (d.hout + bands - 1) / bands;
+    if ((d.hout + band - 1) / band != bands) continue;  // the same band height as a smaller count
+    const int64_t tiles = across * bands, walkers = kG * std::min<int64_t>(sms, (tiles + kG - 1) / kG);
+    const int64_t cost = (tiles + walkers - 1) / walkers * (band + kKH - 1);
+    if (best < 0 || cost < best) {
+      best = cost;
+      d.band = band;
+      d.bands = bands;
+    }
+  }
   return d;
 }
 
@@ -401,9 +411,9 @@ template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int dev = x.get_device(), sms = sm_count(dev);
-  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev));
-  const int64_t rows_total = int64_t(p.groups) * d.n * d.strips * d.hout;
-  if (rows_total == 0) return;
+  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms);
+  const int64_t tiles = int64_t(p.groups) * d.n * d.bands * d.strips;
+  if (tiles == 0) return;
   const int64_t words = d.w_bytes / 4;
   at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
   const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 4096));
@@ -414,11 +424,9 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   auto kernel = convt_dwin_kernel<T>;
   allow_dynamic_smem(kernel, d.smem_bytes);
-  // Runs of kMinRun rows or more where the image is small: a run pays 2 halo rows for each column it enters.
-  const int64_t blocks = std::min<int64_t>((rows_total + kG * kMinRun - 1) / (kG * kMinRun), sms);
-  kernel<<<static_cast<unsigned>(blocks), (kG + 1) * 128, d.smem_bytes, stream>>>(
+  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
-      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, rows_total);
+      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -427,9 +435,8 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
 bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
   if (p.KH != kKH || p.dh != 1 || p.Cout_g > kSlot || !dwg_operands_ok(p, x, tf32)) return false;
   const int dev = x.get_device(), limit = max_smem_optin(dev);
-  const DwinGeom d = geometry(p, static_cast<int>(x.element_size()), limit);
-  // A run's bounds are a walker index times the rows in 64 bits.
-  return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.strips * d.hout < (int64_t(1) << 48);
+  const DwinGeom d = geometry(p, static_cast<int>(x.element_size()), limit, sm_count(dev));
+  return d.smem_bytes <= limit && int64_t(p.groups) * d.n * d.bands * d.strips < (int64_t(1) << 31);
 }
 
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
