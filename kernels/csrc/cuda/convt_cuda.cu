@@ -249,7 +249,6 @@ struct Algo {
   int cols_channels = 0;  // the columns kernel's gather: output channels a block; 0: its pick
   int cells = 0;          // the cells kernel's k-steps a chunk; 0: its pick
   bool strip_ffma = false;  // the strip kernel's products on FFMA even where tensor cores are allowed
-  DwinWalk dwin = DwinWalk::kAuto;  // the window kernel's walk: bands or runs; kAuto: its pick
 };
 
 struct Forced {
@@ -308,8 +307,6 @@ constexpr Forced kForced[] = {
     {"dwn8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, false, 32}}},
     {"dwnp8", {Path::kDwg, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {8, 2, 64, true, true, 32}}},
     {"dwin", {Path::kDwin}},
-    {"dwinb", {Path::kDwin, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, DwinWalk::kBands}},
-    {"dwinr", {Path::kDwin, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 0, 0, 0, {}, {}, 0, 0, false, DwinWalk::kRuns}},
     {"strip", {Path::kStrip}},
     {"strip4", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 4}},
     {"strip16", {Path::kStrip, TcTile::kAuto, WgTile::kAuto, WghTile::kAuto, {}, 16}},
@@ -373,7 +370,7 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
       if (a.path == Path::kDense && !dense_supports(p, x, tf32, a.dense)) a.path = Path::kFfma;
       return a;
     }
-    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, stack, cols, colsk1, colsk2, colsw, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, dwinb, dwinr, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
+    CONVT_CHECK(false, "CONVT_CUDA_ALGO must be auto, ffma, rows, rows4, rows8, rows4k2, rows8k2, rows8k4, rows8k8, patch, patchk1, patchk2, patchk4, cells, cellsk1, cellsk2, taps, stack, cols, colsk1, colsk2, colsw, colsc1, colsc2, colsc4, dense, dense2, dense2w, dense4, dense4w, dwg, dwg1, dwg2, dwg2s, dwg4, dwg23, dwg14, dwg24, dws, dws4, dws23, dws13, dwp4, dws3, dwp3, dws4w, dwp4w, dwr4, dwn8, dwnp8, dwin, strip, strip4, strip16, strip32, stripf, tc, tc32, tc64, tc128, wg, wg32, wg64, wg64t, wg128, "
                 "wg128t, wgh, wgh32, wgh64, wgh64s or wgh128, not '", env, "'");
   }
   // Tensor cores need channels on both sides of the GEMM to beat FFMA. fp32 with a
@@ -601,7 +598,7 @@ void launch_cuda(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     case Path::kCols: launch_cols(p, x, w, b, out, tf32, algo.cols, algo.cols_channels, stream); break;
     case Path::kDense: launch_dense(p, x, w, b, out, tf32, algo.dense, stream); break;
     case Path::kDwg: launch_dwg(p, x, w, b, out, algo.dwg, stream); break;
-    case Path::kDwin: launch_dwin(p, x, w, b, out, algo.dwin, stream); break;
+    case Path::kDwin: launch_dwin(p, x, w, b, out, stream); break;
     case Path::kStrip:
       launch_strip(p, x, w, b, out, algo.strip, strip_on_mma(algo, p, x.scalar_type(), tf32), stream);
       break;

@@ -12,12 +12,7 @@
 // columns (whole 16-byte copies), of every input channel of the group. Every group's weights stay in shared memory
 // for the whole kernel, packed once a call as [group][chunk][kernel column][k half][slot x 32 channels][16 bytes].
 // Consumer warpgroup h of block b walks tiles 2b + h, 2b + h + 2 gridDim.x, ...: a tile is a band of output rows of
-// one 64-column strip, image and group; strips fastest, so the consumers on neighbouring strips walk the same rows
-// together (their halo columns shared in L2, each row's DRAM pages read and written at once). Where the bands' whole
-// rounds would leave the busiest consumer many more rows than its share (kb71: 294 against 265), sets of `lanes`
-// consumers (a strip each) split the images' rows end to end into `runs` runs of nearly equal length instead (v50b):
-// a set's consumers walk the same rows together as a round of bands does. Runs that ignored the strips (each consumer
-// its own run down one strip, v50) ran kb71 45% slower: neighbouring strips on unrelated rows.
+// one 64-column strip, image and group; strips fastest, so neighbouring strips share their halo columns in L2.
 #include "convt_dwin.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -61,8 +56,6 @@ struct DwinGeom : StrideOneDims {
   int w_bytes;             // every group's packed weights
   int stages, nb;          // raw stages and pixel-major buffers, each producer half
   int band, bands, strips; // output rows a tile; tiles down and across an image
-  int lanes, runs;         // in place of bands (runs > 0): consumers a set (strips at once), sets
-  int groups_n;            // groups x images: the columns a strip's runs cross
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
   int smem_bytes;
 };
@@ -159,42 +152,21 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
   const uint32_t pm_s = smem_addr(reinterpret_cast<char*>(smem) + d.pm_off) + h * d.nb * d.pm_bytes;
 
   const unsigned walker = kG * blockIdx.x + h, step = kG * gridDim.x;
-  // Runs: set q's run is output rows [lo, hi) of the images (and groups) end to end, one tile an image it enters,
-  // for each of its consumer's strips (s0, s0 + lanes, ...: more than one only where strips outnumber consumers).
-  const int64_t rows_all = int64_t(d.groups_n) * d.hout;
-  const int q = static_cast<int>(walker / unsigned(max(d.lanes, 1))), s0 = static_cast<int>(walker % unsigned(max(d.lanes, 1)));
-  const int64_t lo = d.runs ? q * rows_all / d.runs : 0, hi = d.runs ? (q + 1) * rows_all / d.runs : 0;
-  const int segs = hi > lo ? static_cast<int>((hi - 1) / d.hout - lo / d.hout + 1) : 0;
-  int own;
-  if (d.runs) {
-    own = q < d.runs ? (d.strips - s0 + d.lanes - 1) / d.lanes * segs : 0;
-  } else {
-    own = walker < tiles ? static_cast<int>((tiles - 1 - walker) / step + 1) : 0;
-  }
+  const int own = walker < tiles ? static_cast<int>((tiles - 1 - walker) / step + 1) : 0;
   struct At {
     int img, g, o0, rows, ow0, ca, shift;
   };
   auto tile_at = [&](int k) {
+    unsigned t = walker + unsigned(k) * step;
     At a;
-    int strip;
-    if (d.runs) {
-      strip = s0 + k / segs * d.lanes;
-      const int64_t col = lo / d.hout + k % segs, top = col * d.hout;
-      a.o0 = lo > top ? static_cast<int>(lo - top) : 0;
-      a.rows = (hi < top + d.hout ? static_cast<int>(hi - top) : d.hout) - a.o0;
-      a.img = static_cast<int>(col % d.n);
-      a.g = static_cast<int>(col / d.n);
-    } else {
-      unsigned t = walker + unsigned(k) * step;
-      strip = static_cast<int>(t % d.strips);
-      t /= d.strips;
-      const int band = static_cast<int>(t % d.bands);
-      t /= d.bands;
-      a.img = static_cast<int>(t % d.n);
-      a.g = static_cast<int>(t / d.n);
-      a.o0 = band * d.band;
-      a.rows = min(d.band, d.hout - a.o0);
-    }
+    const int strip = static_cast<int>(t % d.strips);
+    t /= d.strips;
+    const int band = static_cast<int>(t % d.bands);
+    t /= d.bands;
+    a.img = static_cast<int>(t % d.n);
+    a.g = static_cast<int>(t / d.n);
+    a.o0 = band * d.band;
+    a.rows = min(d.band, d.hout - a.o0);
     a.ow0 = strip * kCols;
     const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
     a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
@@ -389,7 +361,7 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms, DwinWalk walk = DwinWalk::kAuto) {
+DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
   DwinGeom d{};
   static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
@@ -432,23 +404,14 @@ DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms, DwinW
       d.bands = bands;
     }
   }
-  // Runs, where they stream fewer rows for the busiest consumer: sets of min(strips, consumers) consumers, as many
-  // sets as fill the consumers, each run paying 2 halo rows for each image it enters.
-  d.groups_n = p.groups * d.n;
-  d.lanes = static_cast<int>(std::min<int64_t>(d.strips, int64_t(kG) * sms));
-  d.runs = 0;
-  const int64_t rows_all = int64_t(d.groups_n) * d.hout, runs = std::min<int64_t>(kG * sms / d.lanes, rows_all);
-  const int64_t run = (rows_all + runs - 1) / runs, passes = (d.strips + d.lanes - 1) / d.lanes;
-  const int64_t run_cost = passes * (run + (kKH - 1) * ((run + d.hout - 2) / d.hout + 1));
-  if (walk == DwinWalk::kRuns || (walk == DwinWalk::kAuto && run_cost < best)) d.runs = static_cast<int>(runs);
   return d;
 }
 
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                  at::Tensor& out, DwinWalk walk, cudaStream_t stream) {
+                  at::Tensor& out, cudaStream_t stream) {
   const int dev = x.get_device(), sms = sm_count(dev);
-  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms, walk);
+  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms);
   const int64_t tiles = int64_t(p.groups) * d.n * d.bands * d.strips;
   if (tiles == 0) return;
   const int64_t words = d.w_bytes / 4;
@@ -461,8 +424,7 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   auto kernel = convt_dwin_kernel<T>;
   allow_dynamic_smem(kernel, d.smem_bytes);
-  const int64_t walkers = d.runs ? int64_t(d.runs) * d.lanes : tiles;
-  kernel<<<static_cast<unsigned>(std::min<int64_t>((walkers + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes, stream>>>(
+  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes, stream>>>(
       d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -478,11 +440,11 @@ bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32) {
 }
 
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 DwinWalk walk, cudaStream_t stream) {
+                 cudaStream_t stream) {
   switch (x.scalar_type()) {
-    case at::kFloat: launch_typed<float>(p, x, w, b, out, walk, stream); break;
-    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, walk, stream); break;
-    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, walk, stream); break;
+    case at::kFloat: launch_typed<float>(p, x, w, b, out, stream); break;
+    case at::kHalf: launch_typed<at::Half>(p, x, w, b, out, stream); break;
+    case at::kBFloat16: launch_typed<at::BFloat16>(p, x, w, b, out, stream); break;
     default: TORCH_CHECK(false, "convt: the window kernel takes float32 (as TF32), float16 and bfloat16");
   }
 }

@@ -17,10 +17,7 @@ namespace convt {
 // beside two or more stages of halo rows for each consumer warpgroup; a device whose loaded cubin has sm_90a
 // features.
 bool dwin_supports(const ConvTParams& p, const at::Tensor& x, bool tf32);
-// How the consumer warpgroups share the tiles: bands of equal height in rounds, or sets of consumers (a strip each)
-// over runs of the images' rows end to end; kAuto takes the one that streams fewer rows for the busiest consumer.
-enum class DwinWalk { kAuto, kBands, kRuns };
 void launch_dwin(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
-                 DwinWalk walk, cudaStream_t stream);
+                 cudaStream_t stream);
 
 }  // namespace convt
