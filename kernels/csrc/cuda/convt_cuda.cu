@@ -510,8 +510,10 @@ Algo choose_algo(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w,
     // (bound by its shared-memory reads, notes v24) does not: on the H100 (12.8 DRAM bytes an SM cycle) the window
     // kernel tied or lost (576, 659 and 668 us against 576-578, in three calls of session 34), on the H200 (18.4) it
     // won (479 against 553 in session 34, 480 against 565 in session 53). So it takes kb71 where DRAM gives 16 or more.
-    const bool dwin_tf32 = p.KH * p.KW >= 15 || dram_bytes_per_sm_cycle(x.get_device()) >= 16.0;
-    if (narrow && (dtype != at::kFloat || dwin_tf32) && dwin_supports(p, x, tf32)) return {Path::kDwin};
+    // The DRAM rate is asked last: only narrow TF32 layers under 15 taps reach it.
+    if (narrow && (dtype != at::kFloat || p.KH * p.KW >= 15 || dram_bytes_per_sm_cycle(x.get_device()) >= 16.0) &&
+        dwin_supports(p, x, tf32))
+      return {Path::kDwin};
     const bool half = dtype != at::kFloat;
     const int tile_rows = ping_pong ? 4 : 8;  // dwp4's tile, dws4's (two warpgroups of 4 rows)
     auto padded = [&](int cols) {
