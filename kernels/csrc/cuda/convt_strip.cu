@@ -51,8 +51,9 @@ struct StripShape {
   int xpitch;   // their pitch: ncols, or on tensor cores 8 past a multiple of 32 (conflict-free A fragments)
   int cip;      // staged channel rows a height tap: the group's, or on tensor cores padded to 8 (zero rows)
   int nth;      // height taps a row can have
+  int ks_max;   // MMA: k-steps a (height phase, width phase) can have, the stride of its k-step table
   int stage;    // StageMode; with kStageCp16 a segment's staged columns start 16-byte aligned, ncols rounded to 16 bytes
-  int64_t w_bytes, o_bytes, x_bytes;  // staged weights, output rows, input; 16-byte aligned sizes
+  int64_t w_bytes, o_bytes, x_bytes, t_bytes;  // staged weights, output rows, input, k-step table; 16-byte aligned
 };
 
 constexpr int64_t align16(int64_t v) { return (v + 15) / 16 * 16; }
@@ -209,6 +210,31 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
   }
 }
 
+// TF32: the copies this thread made of a segment's input, rounded in place once (v51). Each lane walks the pieces
+// stage_input gave it, so its own cp.async writes are the ones it reads (visible after its wait), and the barrier
+// that follows publishes the rounded values. Rounding at each fragment load cost two instructions an element at
+// ~5 reads an element (kb75: 16 M of 247 M).
+__device__ __forceinline__ void round_staged(const StripShape& s, int cin_g, int nth, float* x_s) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nrows = nth * cin_g;
+  const bool wide = s.stage == kStageCp16;
+  const int n = wide ? s.ncols / 4 : s.ncols;
+  int hi = warp / cin_g, ci = warp - hi * cin_g;
+  for (int sr = warp; sr < nrows; sr += kWarps) {
+    float* drow = x_s + (hi * s.cip + ci) * s.xpitch;
+    for (int j = lane; j < n; j += 32) {
+      if (wide) {
+        float4* v = reinterpret_cast<float4*>(drow) + j;
+        const float4 f = *v;
+        *v = make_float4(__uint_as_float(tf32_round(f.x)), __uint_as_float(tf32_round(f.y)),
+                         __uint_as_float(tf32_round(f.z)), __uint_as_float(tf32_round(f.w)));
+      } else {
+        drow[j] = __uint_as_float(tf32_round(drow[j]));
+      }
+    }
+    for (ci += kWarps; ci >= cin_g; ci -= cin_g) ++hi;
+  }
+}
+
 // B registers a lane of an MMA k-step (2 TF32, 1 half type); 1 where there is no MMA (double has no MmaK8).
 template <typename scalar_t, bool MMA>
 constexpr int b_words() {
@@ -241,6 +267,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   uint32_t* w_f = reinterpret_cast<uint32_t*>(smem);  // MMA: [tap][cip / 8][n-tile][lane][B words]
   scalar_t* o_s = reinterpret_cast<scalar_t*>(smem + s.w_bytes);               // [CO_T][pitch]
   scalar_t* x_buf = reinterpret_cast<scalar_t*>(smem + s.w_bytes + s.o_bytes);  // async ? 2 : 1 x [tap][cip][xpitch]
+  // MMA: per (height phase, width phase) its k-steps' A and B byte offsets, [sh][sw][ks_max] (v51)
+  int4* ks_tab = reinterpret_cast<int4*>(smem + s.w_bytes + s.o_bytes + (async ? 2 : 1) * s.x_bytes);
   // Width phases: first tap and offset, and the phases with taps and without (a warp's work is taken
   // from the tapped ones only, so no warp of the block idles through a pure-fill phase's columns);
   // height phases: first tap, its row offset and the number of taps.
@@ -287,7 +315,26 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
   // A channel's row misalignment (in elements from a 16-byte boundary) steps by the plane's each channel.
   const int plane_mis = static_cast<int>(plane & (VEC - 1));
   const int64_t x_elems = int64_t(s.x_bytes) / static_cast<int64_t>(sizeof(scalar_t));
+  // MMA: a task's k-steps, each (height tap, width tap, 8 input channels), as byte offsets from the task's first A
+  // element (the phase's first width offset included; the fragment's rows t and t + 4 each) and from the lane's B
+  // fragments: one 16-byte load a k-step in place of v23c's counters (~14 instructions a k-step at kb75's one or two
+  // k-steps a width tap).
   if constexpr (MMA) {
+    const int ksteps = s.cip / 8, per_rh = phases_w * s.ks_max, tap_words = ksteps * NP8 * 32 * BW;
+    for (int e = tid; e < static_cast<int>(p.sh) * per_rh; e += kThreads) {
+      const int rh = e / per_rh, rw = e / s.ks_max % phases_w, k = e % s.ks_max;
+      const int kk = k % ksteps, ntw = ntw_s[rw], kwi = ntw > 0 ? k / ksteps % ntw : 0;
+      const int hi = ntw > 0 ? k / (ksteps * ntw) : 0;
+      int4 o = make_int4(0, 0, 0, 0);
+      if (ntw > 0 && hi < nthh[rh]) {
+        const int xo = hi * s.cip * s.xpitch + off0w[rw] - kwi * diw + kk * 8 * s.xpitch;
+        o.x = xo * static_cast<int>(sizeof(scalar_t));
+        o.y = (xo + (BW == 2 ? 4 : 1) * s.xpitch) * static_cast<int>(sizeof(scalar_t));
+        o.z = (((k0h[rh] + hi * steph) * static_cast<int>(p.KW) + k0w[rw] + kwi * stepw) * tap_words +
+               kk * NP8 * 32 * BW) * 4;
+      }
+      ks_tab[e] = o;
+    }
     // The padded channel rows (the group's channels up to a multiple of 8) read as zero in every staged buffer.
     const int pad = s.cip - cin_g, per_buf = s.nth * pad * s.xpitch;
     for (int e = tid; e < (async ? 2 : 1) * per_buf; e += kThreads) {
@@ -395,6 +442,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           if (ra < r_end) stage(a, ta, x_buf + (cur ^ 1) * x_elems);
           cp_async_commit();
           cp_async_wait<1>();
+          if constexpr (MMA && sizeof(scalar_t) == 4)
+            round_staged(s, cin_g, nthh[q.rh], reinterpret_cast<float*>(x_buf + cur * x_elems));
         } else {
           stage(q, tile, x_buf);
         }
@@ -415,15 +464,12 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           // Taps walk as 32-bit offsets counted by the phase's tap counts, and a warp's tasks by counters
           // (v23a: the tap loops' 64-bit bounds and the task's divisions were ~60% of kb75's compute).
           const int g8 = lane / 4, t4 = lane % 4;
-          const int mtiles = (mt + 15) / 16, ksteps = s.cip / 8;
-          const int tap_words = ksteps * NP8 * 32 * BW, kw_words = stepw * tap_words;
-          const int kh_words = steph * static_cast<int>(p.KW) * tap_words, hi_elems = s.cip * s.xpitch;
-          // From a tap's last k-step to the next tap's first.
-          const int kw_step = kw_words - (ksteps - 1) * NP8 * 32 * BW, x_tap_step = -diw - (ksteps - 1) * 8 * s.xpitch;
+          const int mtiles = (mt + 15) / 16;
           // A warp's n-group is fixed (kWarps is a multiple of NG); its m-tile and phase step by kWarps / NG.
           const int ng = warp % NG;
           const uint32_t* w_lane = w_f + ng * NT * 32 * BW + lane * BW;
           const scalar_t* x_lane = x_s + (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8 - s.off_min;
+          const int4* tab_r = ks_tab + q.rh * phases_w * s.ks_max;
           int pi = 0, mtile = warp / NG;
           // The lane's output channels a segment: their staged-row offsets and biases (the biases read from
           // shared memory a task instead: kb81 fp16 242 -> 269 us).
@@ -440,24 +486,26 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           for (; pi < n_tapped; mtile += kWarps / NG) {
             while (mtile >= mtiles) mtile -= mtiles, ++pi;
             if (pi >= n_tapped) break;
-            const int rw = tapped[pi], ntw = ntw_s[rw];
+            const int rw = tapped[pi];
+            // The accumulators start at the bias: a lane's c0, c1 (and c2, c3) are channels 2t, 2t + 1.
             float acc[NT][4];
 #pragma unroll
             for (int n = 0; n < NT; ++n)
 #pragma unroll
-              for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-            const scalar_t* x_t = x_lane + mtile * 16 + off0w[rw];
-            // One k-step: A from the staged rows at xp (TF32-rounded here), B fragments at wp.
-            auto kstep = [&](const scalar_t* xp, const uint32_t* wp) {
+              for (int e = 0; e < 4; ++e) acc[n][e] = bias_v[n][e % 2];
+            const scalar_t* x_t = x_lane + mtile * 16;
+            // One k-step: A from the staged rows at xp and xq (its second k-row: TF32 t + 4, half types 2t + 1;
+            // TF32 rounded at staging), B fragments at wp.
+            auto kstep = [&](const scalar_t* xp, const scalar_t* xq, const uint32_t* wp) {
               uint32_t a[4];
               if constexpr (BW == 2) {
-                a[0] = tf32_round(xp[0]);
-                a[1] = tf32_round(xp[8]);
-                a[2] = tf32_round(xp[4 * s.xpitch]);
-                a[3] = tf32_round(xp[4 * s.xpitch + 8]);
+                a[0] = __float_as_uint(xp[0]);
+                a[1] = __float_as_uint(xp[8]);
+                a[2] = __float_as_uint(xq[0]);
+                a[3] = __float_as_uint(xq[8]);
               } else {
-                a[0] = uint32_t(xp[0].x) | uint32_t(xp[s.xpitch].x) << 16;
-                a[1] = uint32_t(xp[8].x) | uint32_t(xp[s.xpitch + 8].x) << 16;
+                a[0] = uint32_t(xp[0].x) | uint32_t(xq[0].x) << 16;
+                a[1] = uint32_t(xp[8].x) | uint32_t(xq[8].x) << 16;
               }
 #pragma unroll
               for (int n = 0; n < NT; ++n) {
@@ -471,21 +519,15 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
                 MmaK8<scalar_t>::run(acc[n], a, b);
               }
             };
-            int wh = (k0h_r * static_cast<int>(p.KW) + k0w[rw]) * tap_words, xh = 0;
-            const int nk = ntw * ksteps;
-            for (int hi = 0; hi < nth; ++hi, wh += kh_words, xh += hi_elems) {
-              // The row's width taps and their k-steps as one flat loop (v23b's nested loops cost ~38
-              // instructions a k-step at kb75's one k-step a tap; kb75 TF32 483 -> 460 us).
-              int wo = wh, xo = xh, kk = 0;
+            const int4* tab = tab_r + rw * s.ks_max;
+            const int nk = nth * ntw_s[rw] * (s.cip / 8);
+            const char* xb = reinterpret_cast<const char*>(x_t);
+            const char* wb = reinterpret_cast<const char*>(w_lane);
 #pragma unroll 2
-              for (int k = 0; k < nk; ++k) {
-                kstep(x_t + xo, w_lane + wo);
-                if (++kk == ksteps) {
-                  kk = 0, wo += kw_step, xo += x_tap_step;
-                } else {
-                  wo += NP8 * 32 * BW, xo += 8 * s.xpitch;
-                }
-              }
+            for (int k = 0; k < nk; ++k) {
+              const int4 o = tab[k];
+              kstep(reinterpret_cast<const scalar_t*>(xb + o.x), reinterpret_cast<const scalar_t*>(xb + o.y),
+                    reinterpret_cast<const uint32_t*>(wb + o.z));
             }
             // Columns past the phase's last (a partial m-tile) computed from slack and dropped here.
 #pragma unroll
@@ -497,7 +539,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                   if (CO_T % 8 != 0 && (ng * NT + n) * 8 + 2 * t4 + e >= CO_T) continue;
-                  o_s[o_off[n][e] + j] = static_cast<scalar_t>(acc[n][2 * h + e] + bias_v[n][e]);
+                  o_s[o_off[n][e] + j] = static_cast<scalar_t>(acc[n][2 * h + e]);
                 }
             }
           }
@@ -623,6 +665,10 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   s.cip = static_cast<int>(mma ? (p.Cin_g + 7) / 8 * 8 : p.Cin_g);
   const int64_t step_h = phase_taps(0, p.ph, p.sh, p.dh, p.KH).step;
   s.nth = static_cast<int>((p.KH + step_h - 1) / step_h);
+  const int64_t step_w = phase_taps(0, p.pw, p.sw, p.dw, p.KW).step;
+  const int64_t ks_max = mma ? int64_t(s.nth) * ((p.KW + step_w - 1) / step_w) * (s.cip / 8) : 0;
+  s.ks_max = static_cast<int>(std::min<int64_t>(ks_max, int64_t(1) << 20));
+  s.t_bytes = align16(p.sh * p.sw * ks_max * 16);
   // A thread's last column reads up to (COLS - 1) * mtq + 1 elements past the last staged row (never used).
   const int64_t mtq = (s.tw / p.sw + cols_for(co_tile) - 1) / cols_for(co_tile);
   // An m-tile's last column reads up to 15 past its phase's last (dropped).
@@ -635,7 +681,9 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
 }
 
 // Two input buffers where staging is by cp.async.
-int64_t smem_bytes(const StripShape& s) { return s.w_bytes + s.o_bytes + (s.stage != kStageLoads ? 2 : 1) * s.x_bytes; }
+int64_t smem_bytes(const StripShape& s) {
+  return s.w_bytes + s.o_bytes + (s.stage != kStageLoads ? 2 : 1) * s.x_bytes + s.t_bytes;
+}
 
 // The device's opt-in shared memory a block, less the kernel's static arrays (about 2 KB).
 int64_t smem_limit() {
