@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../convt_params.h"
 #include "convt_strip.h"
@@ -52,6 +53,7 @@ struct StripShape {
   int cip;      // staged channel rows a height tap: the group's, or on tensor cores padded to 8 (zero rows)
   int nth;      // height taps a row can have
   int ks_max;   // MMA: k-steps a (height phase, width phase) can have, the stride of its k-step table
+  int mt2;      // MMA: a warp's task is two m-tiles (else one)
   int stage;    // StageMode; with kStageCp16 a segment's staged columns start 16-byte aligned, ncols rounded to 16 bytes
   int64_t w_bytes, o_bytes, x_bytes, t_bytes;  // staged weights, output rows, input, k-step table; 16-byte aligned
 };
@@ -470,7 +472,6 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
           const uint32_t* w_lane = w_f + ng * NT * 32 * BW + lane * BW;
           const scalar_t* x_lane = x_s + (BW == 2 ? t4 : 2 * t4) * s.xpitch + g8 - s.off_min;
           const int4* tab_r = ks_tab + q.rh * phases_w * s.ks_max;
-          int pi = 0, mtile = warp / NG;
           // The lane's output channels a segment: their staged-row offsets and biases (the biases read from
           // shared memory a task instead: kb81 fp16 242 -> 269 us).
           int o_off[NT][2];
@@ -483,65 +484,84 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
               o_off[n][e] = cc * s.pitch + ((mis0 + cc * plane_mis) & (VEC - 1));
               bias_v[n][e] = static_cast<float>(b_s[cc]);
             }
-          for (; pi < n_tapped; mtile += kWarps / NG) {
-            while (mtile >= mtiles) mtile -= mtiles, ++pi;
-            if (pi >= n_tapped) break;
-            const int rw = tapped[pi];
-            // The accumulators start at the bias: a lane's c0, c1 (and c2, c3) are channels 2t, 2t + 1.
-            float acc[NT][4];
+          // A task is MT adjacent m-tiles of one phase (s.mt2: two where that evens the warps' loads no worse),
+          // sharing its B loads and its setup (v51: kb75 spent ~115 instructions a task outside its k-steps).
+          auto tasks = [&](auto mt_c) {
+            constexpr int MT = decltype(mt_c)::value;
+            const int units = (mtiles + MT - 1) / MT;
+            int pi = 0, unit = warp / NG;
+            for (; pi < n_tapped; unit += kWarps / NG) {
+              while (unit >= units) unit -= units, ++pi;
+              if (pi >= n_tapped) break;
+              const int rw = tapped[pi];
+              // The accumulators start at the bias: a lane's c0, c1 (and c2, c3) are channels 2t, 2t + 1.
+              float acc[MT][NT][4];
 #pragma unroll
-            for (int n = 0; n < NT; ++n)
+              for (int m = 0; m < MT; ++m)
 #pragma unroll
-              for (int e = 0; e < 4; ++e) acc[n][e] = bias_v[n][e % 2];
-            const scalar_t* x_t = x_lane + mtile * 16;
-            // One k-step: A from the staged rows at xp and xq (its second k-row: TF32 t + 4, half types 2t + 1;
-            // TF32 rounded at staging), B fragments at wp.
-            auto kstep = [&](const scalar_t* xp, const scalar_t* xq, const uint32_t* wp) {
-              uint32_t a[4];
-              if constexpr (BW == 2) {
-                a[0] = __float_as_uint(xp[0]);
-                a[1] = __float_as_uint(xp[8]);
-                a[2] = __float_as_uint(xq[0]);
-                a[3] = __float_as_uint(xq[8]);
-              } else {
-                a[0] = uint32_t(xp[0].x) | uint32_t(xq[0].x) << 16;
-                a[1] = uint32_t(xp[8].x) | uint32_t(xq[8].x) << 16;
-              }
+                for (int n = 0; n < NT; ++n)
 #pragma unroll
-              for (int n = 0; n < NT; ++n) {
-                uint32_t b[BW];
-                if constexpr (BW == 2) {
-                  const uint2 v = *reinterpret_cast<const uint2*>(wp + n * 32 * BW);
-                  b[0] = v.x, b[1] = v.y;
-                } else {
-                  b[0] = wp[n * 32];
-                }
-                MmaK8<scalar_t>::run(acc[n], a, b);
-              }
-            };
-            const int4* tab = tab_r + rw * s.ks_max;
-            const int nk = nth * ntw_s[rw] * (s.cip / 8);
-            const char* xb = reinterpret_cast<const char*>(x_t);
-            const char* wb = reinterpret_cast<const char*>(w_lane);
+                  for (int e = 0; e < 4; ++e) acc[m][n][e] = bias_v[n][e % 2];
+              const char* xb = reinterpret_cast<const char*>(x_lane + unit * (16 * MT));
+              const char* wb = reinterpret_cast<const char*>(w_lane);
+              const int4* tab = tab_r + rw * s.ks_max;
+              const int nk = nth * ntw_s[rw] * (s.cip / 8);
+              // One k-step a pass: A from the staged rows at o.x and o.y (its second k-row: TF32 t + 4, half types
+              // 2t + 1; TF32 rounded at staging), 16 columns on for the next m-tile; B fragments at o.z.
 #pragma unroll 2
-            for (int k = 0; k < nk; ++k) {
-              const int4 o = tab[k];
-              kstep(reinterpret_cast<const scalar_t*>(xb + o.x), reinterpret_cast<const scalar_t*>(xb + o.y),
-                    reinterpret_cast<const uint32_t*>(wb + o.z));
-            }
-            // Columns past the phase's last (a partial m-tile) computed from slack and dropped here.
+              for (int k = 0; k < nk; ++k) {
+                const int4 o = tab[k];
+                const scalar_t* xp = reinterpret_cast<const scalar_t*>(xb + o.x);
+                const scalar_t* xq = reinterpret_cast<const scalar_t*>(xb + o.y);
+                const uint32_t* wp = reinterpret_cast<const uint32_t*>(wb + o.z);
+                uint32_t b[NT][BW];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int pc = mtile * 16 + g8 + 8 * h, j = rw + pc * phases_w;
-              if (pc >= mt || j >= len) continue;
+                for (int n = 0; n < NT; ++n) {
+                  if constexpr (BW == 2) {
+                    const uint2 v = *reinterpret_cast<const uint2*>(wp + n * 32 * BW);
+                    b[n][0] = v.x, b[n][1] = v.y;
+                  } else {
+                    b[n][0] = wp[n * 32];
+                  }
+                }
 #pragma unroll
-              for (int n = 0; n < NT; ++n)
+                for (int m = 0; m < MT; ++m) {
+                  uint32_t a[4];
+                  if constexpr (BW == 2) {
+                    a[0] = __float_as_uint(xp[16 * m]);
+                    a[1] = __float_as_uint(xp[16 * m + 8]);
+                    a[2] = __float_as_uint(xq[16 * m]);
+                    a[3] = __float_as_uint(xq[16 * m + 8]);
+                  } else {
+                    a[0] = uint32_t(xp[16 * m].x) | uint32_t(xq[16 * m].x) << 16;
+                    a[1] = uint32_t(xp[16 * m + 8].x) | uint32_t(xq[16 * m + 8].x) << 16;
+                  }
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                  if (CO_T % 8 != 0 && (ng * NT + n) * 8 + 2 * t4 + e >= CO_T) continue;
-                  o_s[o_off[n][e] + j] = static_cast<scalar_t>(acc[n][2 * h + e]);
+                  for (int n = 0; n < NT; ++n) MmaK8<scalar_t>::run(acc[m][n], a, b[n]);
+                }
+              }
+              // Columns past the phase's last (a partial m-tile, or a task's second m-tile past the phase's end)
+              // computed from slack and dropped here.
+#pragma unroll
+              for (int m = 0; m < MT; ++m)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const int pc = (unit * MT + m) * 16 + g8 + 8 * h, j = rw + pc * phases_w;
+                  if (pc >= mt || j >= len) continue;
+#pragma unroll
+                  for (int n = 0; n < NT; ++n)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                      if (CO_T % 8 != 0 && (ng * NT + n) * 8 + 2 * t4 + e >= CO_T) continue;
+                      o_s[o_off[n][e] + j] = static_cast<scalar_t>(acc[m][n][2 * h + e]);
+                    }
                 }
             }
+          };
+          if (s.mt2) {
+            tasks(std::integral_constant<int, 2>{});
+          } else {
+            tasks(std::integral_constant<int, 1>{});
           }
         } else {
           // COLS columns a thread, t + u * mtq of one tapped width phase, so one weight load serves all; and
@@ -638,10 +658,11 @@ int auto_co_tile(const ConvTParams& p) { return p.Cout_g <= 4 ? 4 : p.Cout_g <= 
 
 int64_t acc_size(at::ScalarType dtype) { return dtype == at::kDouble ? 8 : 4; }
 
-StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma, bool wide) {
+// cols: the most output columns a segment (kColBytes' worth unless launch_strip finds room for more).
+StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bool mma, bool wide, int64_t cols = 0) {
   const int64_t esize = at::elementSize(dtype), vec = 16 / esize;
   StripShape s;
-  const int64_t cols = kColBytes / esize;
+  if (cols <= 0) cols = kColBytes / esize;
   s.col_tiles = static_cast<int>((p.Wout + cols - 1) / cols);
   // Even segments, each a whole number of width phases.
   const int64_t per = (p.Wout + s.col_tiles - 1) / s.col_tiles;
@@ -671,8 +692,18 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   s.t_bytes = align16(p.sh * p.sw * ks_max * 16);
   // A thread's last column reads up to (COLS - 1) * mtq + 1 elements past the last staged row (never used).
   const int64_t mtq = (s.tw / p.sw + cols_for(co_tile) - 1) / cols_for(co_tile);
-  // An m-tile's last column reads up to 15 past its phase's last (dropped).
-  const int64_t slack = mma ? 16 : int64_t(cols_for(co_tile)) * mtq + 1;
+  // A task's last m-tile reads up to 31 past its phase's last column (dropped).
+  const int64_t slack = mma ? 32 : int64_t(cols_for(co_tile)) * mtq + 1;
+  // Two m-tiles a task where the busiest warp's load (a pair ~1.6 single m-tiles' instructions, v51) is lighter.
+  s.mt2 = 0;
+  if (mma) {
+    int64_t tapped_w = 0;
+    for (int64_t r = 0; r < p.sw; ++r) tapped_w += phase_taps(r, p.pw, p.sw, p.dw, p.KW).k0 < p.KW ? 1 : 0;
+    const int64_t mtiles = (s.tw / p.sw + 15) / 16, ng = (co_tile + 7) / 8 >= 2 ? (co_tile + 7) / 16 : 1;
+    const int64_t one = (tapped_w * mtiles * ng + kWarps - 1) / kWarps;
+    const int64_t two = (tapped_w * ((mtiles + 1) / 2) * ng + kWarps - 1) / kWarps;
+    s.mt2 = 16 * two < 10 * one ? 1 : 0;
+  }
   // MMA: B words, one an element in TF32 and one a pair in half types, over channel tiles padded to 8.
   s.w_bytes = mma ? align16(p.KH * p.KW * s.cip * int64_t((co_tile + 7) / 8 * 8) * esize)
                   : align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
@@ -764,9 +795,22 @@ void launch_strip(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   TORCH_CHECK(strip_supports(p, x.scalar_type(), co_tile, mma), "convt: the strip kernel does not take this problem");
   StripShape s = shape_for(p, x.scalar_type(), co_tile, mma, false);
   // 16-byte staging where every image row starts on a 16-byte boundary and that shape fits too.
-  if (p.Win % (16 / x.element_size()) == 0 && reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0) {
-    const StripShape wide = shape_for(p, x.scalar_type(), co_tile, mma, true);
-    if (smem_bytes(wide) <= smem_limit()) s = wide;
+  const bool wide = p.Win % (16 / x.element_size()) == 0 && reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16 == 0;
+  if (wide) {
+    const StripShape t = shape_for(p, x.scalar_type(), co_tile, mma, true);
+    if (smem_bytes(t) <= smem_limit()) s = t;
+  }
+  // Fewer, wider segments where two blocks an SM still fit: a segment's staging, rounding, stores and setup cost
+  // about as much at 384 columns as at 766 (v51, kb75: ~45% of its instructions).
+  if (x.element_size() <= 4) {
+    const int64_t budget = int64_t(device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, x.get_device())) / 2 - 4096;
+    for (int64_t ct = 1; ct < s.col_tiles; ++ct) {
+      const StripShape t = shape_for(p, x.scalar_type(), co_tile, mma, s.stage == kStageCp16, (p.Wout + ct - 1) / ct);
+      if (smem_bytes(t) <= budget) {
+        s = t;
+        break;
+      }
+    }
   }
   const int sms = sm_count(x.get_device());
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convt_strip", [&] {
