@@ -32,6 +32,7 @@ namespace convt {
 namespace {
 
 #include "cp_async.cuh"
+#include "fast_div.cuh"
 #include "mma_sync.cuh"
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
@@ -56,6 +57,7 @@ struct StripShape {
   int mt2;      // MMA: a warp's task is two m-tiles (else one)
   int stage;    // StageMode; with kStageCp16 a segment's staged columns start 16-byte aligned, ncols rounded to 16 bytes
   int64_t w_bytes, o_bytes, x_bytes, t_bytes;  // staged weights, output rows, input, k-step table; 16-byte aligned
+  FastDiv per_row, per_tap;  // cp.async staging: a staged row's pieces (16 or 4 bytes), the group's input channels
 };
 
 constexpr int64_t align16(int64_t v) { return (v + 15) / 16 * 16; }
@@ -136,8 +138,8 @@ __device__ __forceinline__ void advance(RowPos& q, const ConvTParams& p, int64_t
 }
 
 // One segment's input, [height tap][cip][xpitch] from column iw_lo (16-byte aligned with kStageCp16), zero
-// outside the image, so the taps need no bounds tests. A warp a staged row (two at a time on the load path), its
-// lanes along the columns.
+// outside the image, so the taps need no bounds tests. By cp.async the block's threads take every (staged row,
+// piece) in turn; on the load path a warp takes a staged row (two at a time), its lanes along the columns.
 template <typename scalar_t>
 __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripShape& s, const scalar_t* x_n,
                                             int64_t ih0, int64_t dih, int nth, int64_t iw_lo, scalar_t* x_s) {
@@ -146,31 +148,26 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
   const int64_t HWin = p.Hin * p.Win;
   const int nrows = nth * cin_g;
   if (s.stage != kStageLoads) {
-    // (height tap, channel) of row sr stepped without division, and 32-bit columns (v22b: a division a staged row
-    // and 64-bit arithmetic an element; this took kb81 from 282 M to 275 M instructions).
-    // A group's input of an image is under 2^31 elements (strip_supports), so rows are 32-bit offsets from x_n
-    // (v23b: 64-bit row arithmetic was ~40 instructions a staged row).
-    int hi = warp / cin_g, ci = warp - hi * cin_g;
+    // The block's threads over every (staged row, piece) at once (v51c: a warp a row left kb81's 17 pieces a row on
+    // 17 lanes, and its per-row setup was ~90 instructions a row, 19% of kb81's). A group's input of an image is under
+    // 2^31 elements (strip_supports), so rows are 32-bit offsets from x_n.
     const int iw0 = static_cast<int>(iw_lo), win = static_cast<int>(p.Win), hin = static_cast<int>(p.Hin);
     const int hwin = static_cast<int>(HWin), ih0_i = static_cast<int>(ih0), dih_i = static_cast<int>(dih);
     const bool wide = s.stage == kStageCp16;
     const int step = wide ? VEC : 1, n = wide ? s.ncols / VEC : s.ncols;
-    for (int sr = warp; sr < nrows; sr += kWarps) {
-      const int ih = ih0_i - hi * dih_i;
-      const bool row_ok = ih >= 0 && ih < hin;
-      const scalar_t* srow = x_n + (ci * hwin + (row_ok ? ih : 0) * win);
-      scalar_t* drow = x_s + (hi * s.cip + ci) * s.xpitch;
+    for (int e = threadIdx.x; e < nrows * n; e += kThreads) {
+      const int sr = static_cast<int>(s.per_row.div(e)), j = e - sr * n;
+      const int hi = static_cast<int>(s.per_tap.div(sr)), ci = sr - hi * cin_g;
+      const int ih = ih0_i - hi * dih_i, iw = iw0 + j * step;
       // A 16-byte piece starts at a multiple of VEC and Win is one, so it is wholly inside the row or outside.
-      for (int j = lane; j < n; j += 32) {
-        const int iw = iw0 + j * step;
-        const bool ok = row_ok && iw >= 0 && iw < win;
-        if (wide) {
-          cp_async16_zfill(drow + j * VEC, srow + (ok ? iw : 0), ok);
-        } else if constexpr (sizeof(scalar_t) == 4) {
-          cp_async4_zfill(drow + j, srow + (ok ? iw : 0), ok);
-        }
+      const bool ok = ih >= 0 && ih < hin && iw >= 0 && iw < win;
+      const scalar_t* src = x_n + (ok ? ci * hwin + ih * win + iw : 0);
+      scalar_t* dst = x_s + (hi * s.cip + ci) * s.xpitch + j * step;
+      if (wide) {
+        cp_async16_zfill(dst, src, ok);
+      } else if constexpr (sizeof(scalar_t) == 4) {
+        cp_async4_zfill(dst, src, ok);
       }
-      for (ci += kWarps; ci >= cin_g; ci -= cin_g) ++hi;
     }
   } else {
     // up to 2 x kStageBatch loads in flight before their stores
@@ -217,23 +214,20 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
 // that follows publishes the rounded values. Rounding at each fragment load cost two instructions an element at
 // ~5 reads an element (kb75: 16 M of 247 M).
 __device__ __forceinline__ void round_staged(const StripShape& s, int cin_g, int nth, float* x_s) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nrows = nth * cin_g;
   const bool wide = s.stage == kStageCp16;
   const int n = wide ? s.ncols / 4 : s.ncols;
-  int hi = warp / cin_g, ci = warp - hi * cin_g;
-  for (int sr = warp; sr < nrows; sr += kWarps) {
+  for (int e = threadIdx.x; e < nth * cin_g * n; e += kThreads) {
+    const int sr = static_cast<int>(s.per_row.div(e)), j = e - sr * n;
+    const int hi = static_cast<int>(s.per_tap.div(sr)), ci = sr - hi * cin_g;
     float* drow = x_s + (hi * s.cip + ci) * s.xpitch;
-    for (int j = lane; j < n; j += 32) {
-      if (wide) {
-        float4* v = reinterpret_cast<float4*>(drow) + j;
-        const float4 f = *v;
-        *v = make_float4(__uint_as_float(tf32_round(f.x)), __uint_as_float(tf32_round(f.y)),
-                         __uint_as_float(tf32_round(f.z)), __uint_as_float(tf32_round(f.w)));
-      } else {
-        drow[j] = __uint_as_float(tf32_round(drow[j]));
-      }
+    if (wide) {
+      float4* v = reinterpret_cast<float4*>(drow) + j;
+      const float4 f = *v;
+      *v = make_float4(__uint_as_float(tf32_round(f.x)), __uint_as_float(tf32_round(f.y)),
+                       __uint_as_float(tf32_round(f.z)), __uint_as_float(tf32_round(f.w)));
+    } else {
+      drow[j] = __uint_as_float(tf32_round(drow[j]));
     }
-    for (ci += kWarps; ci >= cin_g; ci -= cin_g) ++hi;
   }
 }
 
@@ -708,6 +702,8 @@ StripShape shape_for(const ConvTParams& p, at::ScalarType dtype, int co_tile, bo
   s.w_bytes = mma ? align16(p.KH * p.KW * s.cip * int64_t((co_tile + 7) / 8 * 8) * esize)
                   : align16(p.KH * p.KW * p.Cin_g * co_tile * acc_size(dtype));
   s.x_bytes = align16((int64_t(s.nth) * s.cip * s.xpitch + slack) * esize);
+  s.per_row = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, wide ? s.ncols / vec : s.ncols)));
+  s.per_tap = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, p.Cin_g)));
   return s;
 }
 
