@@ -457,8 +457,8 @@ __global__ void __launch_bounds__(kThreads, sizeof(acc_t) == 4 ? 2 : 1)
         if constexpr (MMA) {
           // A lane's A elements: columns g and g + 8 of the task's 16, channels t and t + 4 (TF32) or 2t and
           // 2t + 1 (half types) of the k-step's 8; its accumulators: channels 2t and 2t + 1 of each n-tile.
-          // Taps walk as 32-bit offsets counted by the phase's tap counts, and a warp's tasks by counters
-          // (v23a: the tap loops' 64-bit bounds and the task's divisions were ~60% of kb75's compute).
+          // Taps come from the k-step table (v51), and a warp's tasks by counters (v23a: the tap loops' 64-bit bounds
+          // and the task's divisions were ~60% of kb75's compute).
           const int g8 = lane / 4, t4 = lane % 4;
           const int mtiles = (mt + 15) / 16;
           // A warp's n-group is fixed (kWarps is a multiple of NG); its m-tile and phase step by kWarps / NG.
