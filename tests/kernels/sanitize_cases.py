@@ -29,7 +29,7 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (3, 37, 3, (4, 4), (9, 40), 2, 1, 1, 1, 1, torch.float64, "patchk4", True),
     (2, 6, 2, (3, 3), (5, 37), (5, 3), 1, (4, 1), (1, 2), 2, torch.float16, "patch", True),
     (1, 8, 12, (3, 5), (6, 11), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float32),  # CO_T=4
-    # strip kernel: two column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
+    # strip kernel: several column segments, rows off 16-byte boundaries, pure-fill rows and columns, channel tail
     (2, 6, 40, (3, 3), (5, 400), (3, 5), 1, 0, 2, 2, torch.float32, "strip", True),
     (1, 8, 12, (3, 5), (6, 300), (2, 3), (1, 2), (1, 0), (2, 1), 4, torch.float16, "strip32", True),
     # strip kernel: tensor cores on unpadded input channels (16), and its FFMA products (strict fp32)
