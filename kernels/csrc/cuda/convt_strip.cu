@@ -137,6 +137,17 @@ __device__ __forceinline__ void advance(RowPos& q, const ConvTParams& p, int64_t
   if (++q.g == p.groups) q.g = 0, ++q.n;
 }
 
+// Flat staging index e of the cp.async path as (height tap, channel, piece): stage_input's copies and round_staged's
+// rounding walk the same map, so a thread rounds exactly the pieces it copied (its own cp.async writes, visible after
+// its wait). n is the pieces a staged row.
+struct StagedPiece {
+  int hi, ci, j;
+};
+__device__ __forceinline__ StagedPiece staged_piece(const StripShape& s, int cin_g, int n, int e) {
+  const int sr = static_cast<int>(s.per_row.div(e)), hi = static_cast<int>(s.per_tap.div(sr));
+  return {hi, sr - hi * cin_g, e - sr * n};
+}
+
 // One segment's input, [height tap][cip][xpitch] from column iw_lo (16-byte aligned with kStageCp16), zero
 // outside the image, so the taps need no bounds tests. By cp.async the block's threads take every (staged row,
 // piece) in turn; on the load path a warp takes a staged row (two at a time), its lanes along the columns.
@@ -156,8 +167,7 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
     const bool wide = s.stage == kStageCp16;
     const int step = wide ? VEC : 1, n = wide ? s.ncols / VEC : s.ncols;
     for (int e = threadIdx.x; e < nrows * n; e += kThreads) {
-      const int sr = static_cast<int>(s.per_row.div(e)), j = e - sr * n;
-      const int hi = static_cast<int>(s.per_tap.div(sr)), ci = sr - hi * cin_g;
+      const auto [hi, ci, j] = staged_piece(s, cin_g, n, e);
       const int ih = ih0_i - hi * dih_i, iw = iw0 + j * step;
       // A 16-byte piece starts at a multiple of VEC and Win is one, so it is wholly inside the row or outside.
       const bool ok = ih >= 0 && ih < hin && iw >= 0 && iw < win;
@@ -209,16 +219,14 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
   }
 }
 
-// TF32: the copies this thread made of a segment's input, rounded in place once (v51). Each lane walks the pieces
-// stage_input gave it, so its own cp.async writes are the ones it reads (visible after its wait), and the barrier
-// that follows publishes the rounded values. Rounding at each fragment load cost two instructions an element at
+// TF32: the copies this thread made of a segment's input, rounded in place once (v51), found by staged_piece as
+// stage_input found them; the barrier that follows publishes the rounded values. Rounding at each fragment load cost two instructions an element at
 // ~5 reads an element (kb75: 16 M of 247 M).
 __device__ __forceinline__ void round_staged(const StripShape& s, int cin_g, int nth, float* x_s) {
   const bool wide = s.stage == kStageCp16;
   const int n = wide ? s.ncols / 4 : s.ncols;
   for (int e = threadIdx.x; e < nth * cin_g * n; e += kThreads) {
-    const int sr = static_cast<int>(s.per_row.div(e)), j = e - sr * n;
-    const int hi = static_cast<int>(s.per_tap.div(sr)), ci = sr - hi * cin_g;
+    const auto [hi, ci, j] = staged_piece(s, cin_g, n, e);
     float* drow = x_s + (hi * s.cip + ci) * s.xpitch;
     if (wide) {
       float4* v = reinterpret_cast<float4*>(drow) + j;
