@@ -130,6 +130,9 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     (4, 20, 30, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwin", True),
     (3, 40, 24, (3, 4), (70, 296), 1, (1, 1), 0, 1, 2, torch.bfloat16, "dwin", True),
     (3, 40, 24, (3, 5), (70, 296), 1, (1, 2), 0, (1, 2), 1, torch.float16, "dwin", True),
+    # TF32 at 15 taps or more (v52: raw rows by TMA, the direct epilogue on 32 output channels): two groups, a channel
+    # tail past one chunk (the box's zero rows), a strip cut at the edge (paired stores there)
+    (2, 40, 64, (3, 5), (40, 200), 1, (1, 2), 0, 1, 2, torch.float32, "dwin", True),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

@@ -858,7 +858,7 @@ def dwin_smem_bytes(itemsize, cin_g, groups, kw, dw):
     rp = up(vec - 1 + 64 + (kw - 1) * dw, vec)
     plane = up(rp, 32 if itemsize == 2 else 8)
     raw = up(chunks * ch * (plane + 8 if itemsize == 2 else rp) * itemsize, 128)
-    return 128 + groups * chunks * kw * 32 * 96 + 2 * 2 * (raw + chunks * 32 * plane)
+    return 256 + groups * chunks * kw * 32 * 96 + 2 * 2 * (raw + chunks * 32 * plane)
 
 
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
@@ -868,13 +868,15 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     widths 1-7 with width dilation 1 and 2, halos past every edge (padding up to the kernel's extent), output padding,
     one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
     groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
-    one strip or several; height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared
-    memory)."""
+    one strip or several; fp32's raw rows by TMA (even i) and by cp.async (odd i); height dilation, widths off 16 bytes and
+    strict fp32 fall back (so do weights past shared memory)."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
         pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
     monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
+    # fp32's raw rows by TMA with the direct epilogue (even i), or by cp.async with paired stores (odd i)
+    monkeypatch.setenv("CONVT_DWIN_TMA", "0" if i % 2 else "1")
     rng = random.Random(seed * 52361 + i)
     dtype = TORCH_DTYPE[precision]
     vec = 16 // dtype.itemsize

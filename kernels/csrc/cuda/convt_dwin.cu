@@ -22,11 +22,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "convt_dense.h"
 #include "convt_dwg.h"
 #include "smem_attr.h"
+#include "tma_map.h"
 #include "wgmma_ops.h"
 
 namespace convt {
@@ -43,6 +45,7 @@ constexpr int kSlot = 32;        // output channels a slot
 constexpr int kN = kKH * kSlot;  // wgmma's N
 constexpr int kCols = 64;        // output columns a strip: wgmma's M
 constexpr int kMaxNb = 4;
+constexpr int kMaxStages = 4;
 constexpr int kG = 2;   // consumer warpgroups a block
 constexpr int kPW = 2;  // producer warps a consumer: the producer warpgroup split in two
 constexpr int kPT = 32 * kPW;
@@ -56,10 +59,12 @@ struct DwinGeom : StrideOneDims {
   int w_bytes;             // every group's packed weights
   int stages, nb;          // raw stages and pixel-major buffers, each producer half
   int band, bands, strips; // output rows a tile; tiles down and across an image
+  int groups;
+  int tma_bytes;           // a raw stage's bytes by TMA (fp32): rp columns x cin_g channels; 0 on the cp.async path
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
   int smem_bytes;
 };
-constexpr int kWOff = 128;  // after the mbarriers: full[kG][kMaxNb], empty[kG][kMaxNb]
+constexpr int kWOff = 256;  // after the mbarriers: full[kG][kMaxNb], empty[kG][kMaxNb], raw[kG][kMaxStages]
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // wgmma.fence with every accumulator bound to it: the window's moves (below) land before it, never inside the
@@ -118,10 +123,15 @@ __global__ void dwin_pack_kernel(const DwinGeom d, const T* __restrict__ w, uint
   }
 }
 
-template <typename T>
+// TMA (fp32, v52; use_tma): a raw stage is one box of the tensor map, rp columns x the group's channels, landing on
+// raw[h][st] from one thread; in place of ~11 cp.async a producer thread a stage (ncu s55: 16 instructions a copy,
+// ~130 of a producer thread's ~515 a stage; the consumers waited on `full` ~12% of their time). Without L2 promotion:
+// 256-byte promotion read kb71's 72-column halo rows as 773 MB from DRAM, none as 668 (cp.async: 582).
+template <typename T, bool TMA>
 __global__ void __launch_bounds__((kG + 1) * 128, 1)
-    convt_dwin_kernel(const DwinGeom d, const T* __restrict__ x, const uint32_t* __restrict__ wp,
-                      const T* __restrict__ bias, T* __restrict__ y, bool pair, unsigned tiles) {
+    convt_dwin_kernel(const __grid_constant__ CUtensorMap xmap, const DwinGeom d, const T* __restrict__ x,
+                      const uint32_t* __restrict__ wp, const T* __restrict__ bias, T* __restrict__ y, bool pair,
+                      unsigned tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int CH = Elem<T>::kCh, V = Elem<T>::kV, NTH = (kG + 1) * 128;
   using Op = typename wg::OpFor<T>::type;
@@ -133,12 +143,25 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem);
   uint64_t* full = bars + h * kMaxNb;
   uint64_t* empty = bars + kG * kMaxNb + h * kMaxNb;
+  uint64_t* rawf = bars + 2 * kG * kMaxNb + h * kMaxStages;
   if (tid == 0) {
     for (int b = 0; b < kG * kMaxNb; ++b) {
       mbar_init(bars + b, kPT);               // full: the producer warps' threads
       mbar_init(bars + kG * kMaxNb + b, 4);  // empty: the consumer warpgroup's warps
     }
+    if constexpr (TMA) {
+      for (int b = 0; b < kG * kMaxStages; ++b) mbar_init(bars + 2 * kG * kMaxNb + b, 1);  // raw: the TMA's bytes
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (TMA) {
+    if (tid == 0 && (smem_addr(smem) & 127) != 0) __trap();  // a box lands on 128 bytes
+    // A box holds the group's cin_g channels; the chunk's channels past them stay zero for the whole kernel.
+    const int pad = (d.chunks * Elem<T>::kCh - d.cin_g) * d.cpr;
+    for (int i = tid; i < kG * d.stages * pad; i += NTH) {
+      const int slot = i / pad;
+      reinterpret_cast<float*>(reinterpret_cast<char*>(smem) + d.raw_off + slot * d.raw_bytes)[d.cin_g * d.cpr + i % pad] = 0.f;
+    }
   }
   {  // every group's weights, once: read by wgmma (the async proxy) from here on
     const uint4* src = reinterpret_cast<const uint4*>(wp);
@@ -184,7 +207,7 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
     const int cstep = min(kPT, d.rpv), crow = kPT / cstep, cl = pt % cstep, cr = pt / cstep;
     const int64_t chan_step = int64_t(crow) * d.hw_in;
     const uint32_t dst_step = static_cast<uint32_t>(crow * d.cpr * sizeof(T));
-    int ik = 0, ir = 0, hr = 0, ih0 = 0, ca = 0;
+    int ik = 0, ir = 0, hr = 0, ih0 = 0, ca = 0, t_img = 0, t_g = 0;
     const T* x_tile = x;
     auto issue = [&](int st) {
       if (ik < own) {
@@ -193,11 +216,21 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
           hr = a.rows + kKH - 1;
           ih0 = a.o0 + d.ph - (kKH - 1);
           ca = a.ca;
+          t_img = a.img;
+          t_g = a.g;
           x_tile = x + (int64_t(a.img) * d.cin + int64_t(a.g) * d.cin_g) * d.hw_in;
         }
         const int ih = ih0 + ir;
+        if constexpr (TMA) {
+          if (pt == 0) {  // rows and columns past the image come as zeros
+            char* dst = reinterpret_cast<char*>(smem) + d.raw_off + (h * d.stages + st) * d.raw_bytes;
+            mbar_expect_tx(&rawf[st], d.tma_bytes);
+            if (d.groups > 1) tma_load_5d(dst, &xmap, &rawf[st], ca, ih, 0, t_g, t_img);
+            else tma_load_4d(dst, &xmap, &rawf[st], ca, ih, 0, t_img);
+          }
+        }
         const bool row_in = ih >= 0 && ih < d.hin;
-        if (cr < crow) {
+        if (!TMA && cr < crow) {
           const T* x_row = x_tile + int64_t(cr) * d.hw_in + int64_t(row_in ? ih : 0) * d.win + ca;
           const uint32_t dst_row = raw_s + st * d.raw_bytes + static_cast<uint32_t>(cr * d.cpr * sizeof(T));
           for (int col = cl; col < d.rpv; col += cstep) {
@@ -216,20 +249,21 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
           ++ik;
         }
       }
-      cp_async_commit();
+      if constexpr (!TMA) cp_async_commit();
     };
     int ist = 0;
     for (int s = 0; s + 1 < d.stages; ++s) {
       issue(ist);
       ist = ist + 1 == d.stages ? 0 : ist + 1;
     }
-    int st = 0;
+    int st = 0, raw_par = 0;
     RingPos ring;
     for (int k = 0; k < own; ++k) {
       const int rows_k = tile_at(k).rows + kKH - 1;
       for (int i = 0; i < rows_k; ++i) {
         const int b = ring.b;
-        cp_wait_upto<3>(d.stages - 2);  // this thread's copies of this stage landed
+        if constexpr (TMA) mbar_wait(&rawf[st], raw_par);  // the stage's box landed
+        else cp_wait_upto<3>(d.stages - 2);                // this thread's copies of this stage landed
         asm volatile("bar.sync %0, %1;\n" ::"r"(1 + h), "n"(kPT) : "memory");  // every thread's; stage st - 1 done
         issue(ist);
         ist = ist + 1 == d.stages ? 0 : ist + 1;
@@ -295,11 +329,14 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
         }
         fence_proxy_async();  // this thread's st.shared, read next by wgmma
         mbar_arrive(&full[b]);
-        st = st + 1 == d.stages ? 0 : st + 1;
+        if (++st == d.stages) {
+          st = 0;
+          raw_par ^= 1;
+        }
         ring.next(d.nb);
       }
     }
-    cp_async_wait<0>();
+    if constexpr (!TMA) cp_async_wait<0>();
     return;
   }
 
@@ -312,9 +349,27 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
   float acc[kKH][16];
   zero_acc(acc);
   RingPos ring;
+  const int64_t hw_out = int64_t(d.hout) * d.wout;
   for (int k = 0; k < own; ++k) {
     const At a = tile_at(k);
     const int hr = a.rows + kKH - 1;
+    // fp32 on a whole strip of a full slot (v52): register 4c + 2h + e is pixel 16 wq + gq + 8h of channel
+    // 8c + 2 tq + e, stored as it lies, 4 bytes a lane (a warp's store: 4 channels x 32 contiguous bytes), from one
+    // pointer a row. store_rows_sw's pairs cost ~170 instructions a warp and row (ncu s55: 44% of a consumer's time),
+    // most of them 64-bit addresses per channel block and the shuffles that make the pairs.
+    const bool direct = TMA && d.cout_g == kSlot && a.ow0 + kCols <= d.wout;
+    float* yd = nullptr;
+    float bd[8];
+    if constexpr (std::is_same_v<T, float>) {
+      yd = reinterpret_cast<float*>(y) +
+           ((int64_t(a.img) * d.cout + int64_t(a.g) * d.cout_g + 2 * tq) * d.hout + a.o0) * d.wout + a.ow0 +
+           16 * wq + gq - int64_t(kKH - 1) * d.wout;  // halo row i stores output row o0 + i - 2
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const int co = 8 * (r >> 1) + 2 * tq + (r & 1);
+        bd[r] = bias != nullptr && co < d.cout_g ? static_cast<float>(bias[int64_t(a.g) * d.cout_g + co]) : 0.f;
+      }
+    }
     const uint32_t a_off = static_cast<uint32_t>(a.shift + (d.kw - 1) * d.dw);  // kernel column 0's first pixel
     const uint32_t wlo = desc_lo(w_s + static_cast<uint32_t>(a.g * d.chunks * d.kw) * (32u * kN), 16 * kN);
     const int taps = d.chunks * d.kw;  // wgmma a halo row
@@ -344,9 +399,31 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
       if (lane == 0) mbar_arrive(&empty[b]);
       ring.next(d.nb);
       if (i >= kKH - 1) {  // output row i - 2 took its last products
-        store_rows_sw<T, 1, kCols, kSlot>(d, a.img, a.g, 0, a.o0 + i - (kKH - 1), a.ow0,
-                                          *reinterpret_cast<const float(*)[1][16]>(&acc[kKH - 1]), bias, y, pair, wq,
-                                          gq, tq);
+        if (direct) {
+          // Every value in its own register before the first store: a store reads its register late, and a register
+          // written again behind a pending store waits for it (s55 call B: a long-scoreboard stall on 17% of samples).
+          float v[16];
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            v[j] = acc[kKH - 1][j] + bd[2 * (j >> 2) + (j & 1)];
+            asm volatile("" : "+f"(v[j]));
+          }
+          float* yc = yd + int64_t(i) * d.wout;
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float* yp = yc + (e == 0 ? 0 : hw_out);
+              yp[0] = v[4 * c + e];
+              yp[8] = v[4 * c + 2 + e];
+            }
+            yc += 8 * hw_out;
+          }
+        } else {
+          store_rows_sw<T, 1, kCols, kSlot>(d, a.img, a.g, 0, a.o0 + i - (kKH - 1), a.ow0,
+                                            *reinterpret_cast<const float(*)[1][16]>(&acc[kKH - 1]), bias, y, pair,
+                                            wq, gq, tq);
+        }
       }
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
@@ -361,6 +438,16 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
+// fp32's v52 path (raw rows by TMA, the epilogue stored as the accumulators lie) where a halo row has 15 taps or more
+// (kb78: 641 -> 532 us on an H200, session 55). Under 15 taps (kb71) it lost: its TMA boxes and 4-byte stores read
+// 15-22% more DRAM bytes (582 MB -> 668-711) where DRAM sets that layer's pace (session 53), 482 -> 597 us.
+// CONVT_DWIN_TMA=1 or 0 forces the path on or off (the tests force both; timing one beside the other).
+bool use_tma(int taps) {
+  const char* v = std::getenv("CONVT_DWIN_TMA");
+  if (v != nullptr && (v[0] == '0' || v[0] == '1')) return v[0] == '1';
+  return taps >= 15;
+}
+
 DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
   DwinGeom d{};
@@ -373,6 +460,7 @@ DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   d.raw_bytes = round_up(d.chunks * CH * d.cpr * elem, 128);
   d.pm_bytes = d.chunks * 32 * d.plane;
   d.w_bytes = static_cast<int>(std::min<int64_t>(int64_t(p.groups) * d.chunks * d.kw * 32 * kN, int64_t(1) << 30));
+  d.groups = p.groups;
   auto size = [&](int nb, int stages) { return kWOff + d.w_bytes + kG * (stages * d.raw_bytes + nb * d.pm_bytes); };
   // A deeper pixel-major ring first (the consumers' slack), then raw stages (a copy's latency).
   constexpr int kDepths[][2] = {{4, 4}, {4, 3}, {3, 3}, {3, 2}, {2, 2}};
@@ -422,12 +510,36 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   T* y = out.mutable_data_ptr<T>();
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
-  auto kernel = convt_dwin_kernel<T>;
-  allow_dynamic_smem(kernel, d.smem_bytes);
-  kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes, stream>>>(
-      d, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
-      b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // fp32 raw rows by TMA: the box's [channel][column] is the raw layout (cpr == rp); a box dimension is at most 256,
+  // and the input's rows are whole 16-byte copies on a 16-byte-aligned base (dwg_operands_ok).
+  const bool tma = std::is_same_v<T, float> && d.rp <= 256 && d.cin_g <= 256 && use_tma(kKH * d.kw);
+  CUtensorMap xmap{};
+  DwinGeom dg = d;
+  if (tma) {
+    const cuuint64_t row = cuuint64_t(p.Win) * sizeof(T), plane = row * cuuint64_t(p.Hin);
+    const cuuint64_t dims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g),
+                                p.groups > 1 ? cuuint64_t(p.groups) : cuuint64_t(p.N), cuuint64_t(p.N)};
+    const cuuint64_t strides[4] = {row, plane, p.groups > 1 ? plane * cuuint64_t(p.Cin_g) : plane * cuuint64_t(p.Cin),
+                                   plane * cuuint64_t(p.Cin)};
+    const cuuint32_t box[5] = {cuuint32_t(d.rp), 1, cuuint32_t(d.cin_g), 1, 1};
+    xmap = encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.groups > 1 ? 5 : 4, x.const_data_ptr(), dims, strides,
+                            box, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE);
+    dg.tma_bytes = d.rp * d.cin_g * static_cast<int>(sizeof(T));
+  }
+  auto go = [&](auto kernel) {
+    allow_dynamic_smem(kernel, d.smem_bytes);
+    kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes,
+             stream>>>(xmap, dg, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
+                       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    if (tma) {
+      go(convt_dwin_kernel<T, true>);
+      return;
+    }
+  }
+  go(convt_dwin_kernel<T, false>);
 }
 
 }  // namespace

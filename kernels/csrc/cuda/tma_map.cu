@@ -29,11 +29,12 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }  // namespace
 
 CUtensorMap encode_tiled_map(CUtensorMapDataType type, int rank, const void* base, const cuuint64_t* dims,
-                             const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
+                             const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+                             CUtensorMapL2promotion promotion) {
   CUtensorMap map;
   const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
   const CUresult r = encode_fn()(&map, type, rank, const_cast<void*>(base), dims, strides, box, ones,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::string shape;
