@@ -868,8 +868,8 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     widths 1-7 with width dilation 1 and 2, halos past every edge (padding up to the kernel's extent), output padding,
     one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
     groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
-    one strip or several; fp32's raw rows by TMA (even i) and by cp.async (odd i); height dilation, widths off 16 bytes and
-    strict fp32 fall back (so do weights past shared memory)."""
+    one strip or several; fp32's raw rows by TMA with the direct epilogue (even i) and by cp.async with paired stores
+    (odd i); height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared memory)."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:

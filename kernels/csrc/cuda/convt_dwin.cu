@@ -59,7 +59,7 @@ struct DwinGeom : StrideOneDims {
   int w_bytes;             // every group's packed weights
   int stages, nb;          // raw stages and pixel-major buffers, each producer half
   int band, bands, strips; // output rows a tile; tiles down and across an image
-  int groups;
+  int groups;              // more than one: the tensor map has a group dimension
   int tma_bytes;           // a raw stage's bytes by TMA (fp32): rp columns x cin_g channels; 0 on the cp.async path
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
   int smem_bytes;
@@ -160,7 +160,8 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
     const int pad = (d.chunks * Elem<T>::kCh - d.cin_g) * d.cpr;
     for (int i = tid; i < kG * d.stages * pad; i += NTH) {
       const int slot = i / pad;
-      reinterpret_cast<float*>(reinterpret_cast<char*>(smem) + d.raw_off + slot * d.raw_bytes)[d.cin_g * d.cpr + i % pad] = 0.f;
+      float* raw = reinterpret_cast<float*>(reinterpret_cast<char*>(smem) + d.raw_off + slot * d.raw_bytes);
+      raw[d.cin_g * d.cpr + i % pad] = 0.f;
     }
   }
   {  // every group's weights, once: read by wgmma (the async proxy) from here on

@@ -220,8 +220,8 @@ __device__ __forceinline__ void stage_input(const ConvTParams& p, const StripSha
 }
 
 // TF32: the copies this thread made of a segment's input, rounded in place once (v51), found by staged_piece as
-// stage_input found them; the barrier that follows publishes the rounded values. Rounding at each fragment load cost two instructions an element at
-// ~5 reads an element (kb75: 16 M of 247 M).
+// stage_input found them; the barrier that follows publishes the rounded values. Rounding at each fragment load cost
+// two instructions an element at ~5 reads an element (kb75: 16 M of 247 M).
 __device__ __forceinline__ void round_staged(const StripShape& s, int cin_g, int nth, float* x_s) {
   const bool wide = s.stage == kStageCp16;
   const int n = wide ? s.ncols / 4 : s.ncols;
