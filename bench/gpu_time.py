@@ -37,6 +37,10 @@ PROBES = {
     "probe-16-32-k3x2-n4": (4, 16, 32, (3, 2), (128, 512), (1, 1), (1, 0), (0, 0), (1, 1), 1),
     "probe-64-64-k3-g2-n8": (8, 64, 64, (3, 3), (128, 128), (1, 1), (1, 1), (0, 0), (1, 1), 2),
     "probe-32-24-k3x4-n1": (1, 32, 24, (3, 4), (512, 512), (1, 1), (1, 1), (0, 0), (1, 1), 1),
+    # kb71 with padding 1: the same bytes, but output rows of 1024 floats (kb71's 1026 put every 32-byte run of a
+    # store across two sectors); and kb71 at a quarter of its batch (270 MB), between the probes and kb71 in size
+    "probe-kb71-p1": (8, 32, 32, (3, 3), (512, 1024), (1, 1), (1, 1), (0, 0), (1, 1), 1),
+    "probe-kb71-n2": (2, 32, 32, (3, 3), (512, 1024), (1, 1), (0, 0), (0, 0), (1, 1), 1),
 }
 CASES = {**KERNELBENCH_CASES, **DECODER_LAYERS, **PROBES}
 

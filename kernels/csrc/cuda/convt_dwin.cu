@@ -517,14 +517,8 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   CUtensorMap xmap{};
   DwinGeom dg = d;
   if (tma) {
-    const cuuint64_t row = cuuint64_t(p.Win) * sizeof(T), plane = row * cuuint64_t(p.Hin);
-    const cuuint64_t dims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g),
-                                p.groups > 1 ? cuuint64_t(p.groups) : cuuint64_t(p.N), cuuint64_t(p.N)};
-    const cuuint64_t strides[4] = {row, plane, p.groups > 1 ? plane * cuuint64_t(p.Cin_g) : plane * cuuint64_t(p.Cin),
-                                   plane * cuuint64_t(p.Cin)};
-    const cuuint32_t box[5] = {cuuint32_t(d.rp), 1, cuuint32_t(d.cin_g), 1, 1};
-    xmap = encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.groups > 1 ? 5 : 4, x.const_data_ptr(), dims, strides,
-                            box, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE);
+    xmap = input_map(p, x.const_data_ptr(), cuuint32_t(d.rp), 1, cuuint32_t(d.cin_g), false,
+                     CU_TENSOR_MAP_L2_PROMOTION_NONE);
     dg.tma_bytes = d.rp * d.cin_g * static_cast<int>(sizeof(T));
   }
   auto go = [&](auto kernel) {

@@ -537,19 +537,9 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
                     static_cast<unsigned>(p.groups));
     CUtensorMap xmap{};
     if (tma) {
-      // (column, row, channel of the group, group, image), innermost first; one group without the group dimension.
       // A box: kBoxPx columns of one row of one group's channels, at most 16 KS.
-      const int rank = p.groups > 1 ? 5 : 4;
-      const cuuint64_t row = cuuint64_t(p.Win) * 4, plane = row * cuuint64_t(p.Hin);
-      const cuuint64_t dims5[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
-                                   cuuint64_t(p.N)};
-      const cuuint64_t strides5[4] = {row, plane, plane * cuuint64_t(p.Cin_g), plane * cuuint64_t(p.Cin)};
-      const cuuint64_t dims4[4] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.N)};
-      const cuuint64_t strides4[3] = {row, plane, plane * cuuint64_t(p.Cin)};
       g.tma_ch = std::min(16 * ks, g.cin_g);
-      const cuuint32_t box[5] = {kBoxPx, 1, cuuint32_t(g.tma_ch), 1, 1};
-      xmap = encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, rank, x.const_data_ptr(), rank == 5 ? dims5 : dims4,
-                              rank == 5 ? strides5 : strides4, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+      xmap = input_map(p, x.const_data_ptr(), kBoxPx, 1, cuuint32_t(g.tma_ch), false);
     }
     kernel<<<grid, kThreads, bytes, stream>>>(xmap, p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
                                               out.mutable_data_ptr<T>());

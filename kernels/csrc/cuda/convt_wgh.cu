@@ -336,16 +336,8 @@ void launch_shape(const ConvTParams& p, const float* x, const float* w, const fl
   const CUtensorMap wmap =
       encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, wpp, wdims, wstrides, wbox, CU_TENSOR_MAP_SWIZZLE_128B);
 
-  // The input as [n][g][ci][h][w]: the channel extent is one group's, so TMA
-  // zero-fills a chunk's channels past the group as it does pixels past the edge.
-  const int64_t HW = p.Hin * p.Win;
-  const cuuint64_t xdims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
-                               cuuint64_t(p.N)};
-  const cuuint64_t xstrides[4] = {cuuint64_t(p.Win) * 4, cuuint64_t(HW) * 4, cuuint64_t(p.Cin_g * HW) * 4,
-                                  cuuint64_t(p.Cin * HW) * 4};
-  const cuuint32_t xbox[5] = {cuuint32_t(gg.hc), cuuint32_t(gg.hr), cuuint32_t(kChunk), 1, 1};
   const CUtensorMap xmap =
-      encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, x, xdims, xstrides, xbox, CU_TENSOR_MAP_SWIZZLE_NONE);
+      input_map(p, x, cuuint32_t(gg.hc), cuuint32_t(gg.hr), cuuint32_t(kChunk), /*keep_group=*/true);
 
   const int smem = S::smem_bytes(gg.halo_slot, gg.nh);
   auto kernel = convt_wgh_kernel<BN, MSUB, NH, NW>;

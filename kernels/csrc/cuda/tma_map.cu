@@ -1,6 +1,8 @@
 // The tiled tensor-map encoder (tma_map.h), one for every kernel that loads by TMA.
 #include "tma_map.h"
 
+#include "convt_params.h"
+
 #include <c10/util/Exception.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -45,6 +47,23 @@ CUtensorMap encode_tiled_map(CUtensorMapDataType type, int rank, const void* bas
     TORCH_CHECK(false, "convt: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), ":", shape);
   }
   return map;
+}
+
+CUtensorMap input_map(const ConvTParams& p, const void* x, cuuint32_t cols, cuuint32_t rows, cuuint32_t channels,
+                      bool keep_group, CUtensorMapL2promotion promotion) {
+  const cuuint64_t row = cuuint64_t(p.Win) * 4, plane = row * cuuint64_t(p.Hin);
+  const cuuint32_t box[5] = {cols, rows, channels, 1, 1};
+  if (p.groups > 1 || keep_group) {
+    const cuuint64_t dims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
+                                cuuint64_t(p.N)};
+    const cuuint64_t strides[4] = {row, plane, plane * cuuint64_t(p.Cin_g), plane * cuuint64_t(p.Cin)};
+    return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            promotion);
+  }
+  const cuuint64_t dims[4] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.N)};
+  const cuuint64_t strides[3] = {row, plane, plane * cuuint64_t(p.Cin)};
+  return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                          promotion);
 }
 
 }  // namespace convt
