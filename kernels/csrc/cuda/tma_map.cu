@@ -1,7 +1,7 @@
 // The tiled tensor-map encoder (tma_map.h), one for every kernel that loads by TMA.
 #include "tma_map.h"
 
-#include "convt_params.h"
+#include "../convt_params.h"
 
 #include <c10/util/Exception.h>
 #include <cudaTypedefs.h>
