@@ -439,14 +439,19 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-// fp32's v52 path (raw rows by TMA, the epilogue stored as the accumulators lie) where a halo row has 15 taps or more
-// (kb78: 641 -> 532 us on an H200, session 55). Under 15 taps (kb71) it lost: its TMA boxes and 4-byte stores read
-// 15-22% more DRAM bytes (582 MB -> 668-711) where DRAM sets that layer's pace (session 53), 482 -> 597 us.
+// fp32's v52 path (raw rows by TMA, the epilogue stored as the accumulators lie), everywhere but on output rows off
+// 32-byte sectors past L2's size. Session 56 (H200, GPU time, cp.async -> v52): kb71 with padding 1 (rows of 1024
+// floats, the same bytes) 481 -> 361 us; kb71 itself (rows of 1026 floats, so a row's 32-byte runs straddle sectors)
+// 485 -> 613, reading 716 MB from DRAM for 540 of input; kb71 at a quarter of its batch (135 MB of output) 136 -> 139;
+// the four probes under L2's size (17-34 MB of output) 2-20% faster, rows on sectors or not (sessions 55-56). So a
+// partial sector evicted before its other half lands is read back from DRAM, and only an output past L2 evicts them.
+// At 15 taps or more v52 stays regardless (kb78, rows on sectors: 641 -> 532, paced by instructions; no misaligned
+// layer of that many taps was timed).
 // CONVT_DWIN_TMA=1 or 0 forces the path on or off (the tests force both; timing one beside the other).
-bool use_tma(int taps) {
+bool use_tma(int taps, bool rows_on_sectors, int64_t out_bytes, int dev) {
   const char* v = std::getenv("CONVT_DWIN_TMA");
   if (v != nullptr && (v[0] == '0' || v[0] == '1')) return v[0] == '1';
-  return taps >= 15;
+  return taps >= 15 || rows_on_sectors || out_bytes <= device_attribute(cudaDevAttrL2CacheSize, dev);
 }
 
 DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
@@ -513,7 +518,9 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   const bool pair = p.Wout % 2 == 0 && reinterpret_cast<uintptr_t>(y) % (2 * sizeof(T)) == 0;
   // fp32 raw rows by TMA: the box's [channel][column] is the raw layout (cpr == rp); a box dimension is at most 256,
   // and the input's rows are whole 16-byte copies on a 16-byte-aligned base (dwg_operands_ok).
-  const bool tma = std::is_same_v<T, float> && d.rp <= 256 && d.cin_g <= 256 && use_tma(kKH * d.kw);
+  const bool on_sectors = p.Wout % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 32 == 0;
+  const bool tma = std::is_same_v<T, float> && d.rp <= 256 && d.cin_g <= 256 &&
+                   use_tma(kKH * d.kw, on_sectors, out.numel() * int64_t(sizeof(T)), dev);
   CUtensorMap xmap{};
   DwinGeom dg = d;
   if (tma) {
