@@ -41,6 +41,8 @@ PROBES = {
     # store across two sectors); and kb71 at a quarter of its batch (270 MB), between the probes and kb71 in size
     "probe-kb71-p1": (8, 32, 32, (3, 3), (512, 1024), (1, 1), (1, 1), (0, 0), (1, 1), 1),
     "probe-kb71-n2": (2, 32, 32, (3, 3), (512, 1024), (1, 1), (0, 0), (0, 0), (1, 1), 1),
+    # kb78 with padding (1, 2): rows of 1026 floats, off sectors, at 21 taps
+    "probe-kb78-p12": (8, 32, 32, (3, 7), (512, 1024), (1, 1), (1, 2), (0, 0), (1, 1), 1),
 }
 CASES = {**KERNELBENCH_CASES, **DECODER_LAYERS, **PROBES}
 
