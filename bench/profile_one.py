@@ -11,11 +11,10 @@ import sys
 import torch
 
 import kernels
-from bench.gpu_time import PROBES
-from bench.problems import DECODER_LAYERS, PROBLEMS
+from bench.gpu_time import CASES
 
 name = sys.argv[1]
-shape = PROBLEMS[int(name[2:])] if name.startswith("kb") else {**DECODER_LAYERS, **PROBES}[name]
+shape = CASES[name]
 n, cin, cout, k, hw, s, p, op, d, g = shape
 dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[os.environ.get("CONVT_PROFILE_DTYPE", "fp32")]
 x = torch.rand(n, cin, *hw, device="cuda", dtype=dtype)
