@@ -51,18 +51,14 @@ CUtensorMap encode_tiled_map(CUtensorMapDataType type, int rank, const void* bas
 
 CUtensorMap input_map(const ConvTParams& p, const void* x, cuuint32_t cols, cuuint32_t rows, cuuint32_t channels,
                       bool keep_group, CUtensorMapL2promotion promotion) {
+  // Without the group dimension the image's stride follows the channels' at index 2: with one group Cin_g is Cin.
+  const int rank = p.groups > 1 || keep_group ? 5 : 4;
   const cuuint64_t row = cuuint64_t(p.Win) * 4, plane = row * cuuint64_t(p.Hin);
+  const cuuint64_t dims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g),
+                              rank == 5 ? cuuint64_t(p.groups) : cuuint64_t(p.N), cuuint64_t(p.N)};
+  const cuuint64_t strides[4] = {row, plane, plane * cuuint64_t(p.Cin_g), plane * cuuint64_t(p.Cin)};
   const cuuint32_t box[5] = {cols, rows, channels, 1, 1};
-  if (p.groups > 1 || keep_group) {
-    const cuuint64_t dims[5] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.groups),
-                                cuuint64_t(p.N)};
-    const cuuint64_t strides[4] = {row, plane, plane * cuuint64_t(p.Cin_g), plane * cuuint64_t(p.Cin)};
-    return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 5, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                            promotion);
-  }
-  const cuuint64_t dims[4] = {cuuint64_t(p.Win), cuuint64_t(p.Hin), cuuint64_t(p.Cin_g), cuuint64_t(p.N)};
-  const cuuint64_t strides[3] = {row, plane, plane * cuuint64_t(p.Cin)};
-  return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+  return encode_tiled_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, rank, x, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
                           promotion);
 }
 
