@@ -8,7 +8,7 @@ import torch
 import kernels
 
 
-CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype[, algo, tf32])
+CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, groups, dtype[, algo, tf32, env])
     (2, 40, 20, (3, 3), (17, 9), 1, 1, 0, 1, 1, torch.float32),          # CO_T=32, two ci chunks, PX=1
     (4, 16, 40, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float32),         # CO_T=32, PX=2
     (4, 16, 16, (3, 3), (40, 40), 1, 1, 0, 1, 1, torch.float16),         # CO_T=16, PX=4
@@ -133,6 +133,8 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # TF32 at 15 taps or more (v52: raw rows by TMA, the direct epilogue on 32 output channels): two groups, a channel
     # tail past one chunk (the box's zero rows), a strip cut at the edge (paired stores there)
     (2, 40, 64, (3, 5), (40, 200), 1, (1, 2), 0, 1, 2, torch.float32, "dwin", True),
+    # the first TF32 window config with its partial last strip (262 columns: 6 past four strips) launched alone
+    (4, 20, 30, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwin", True, {"CONVT_DWIN_SPLIT": "1"}),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32
@@ -150,11 +152,15 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
 ]
 
 ONLY = [a for a in os.environ.get("CONVT_SANITIZE_ALGOS", "").split(",") if a]
+ENV_KEYS = {key for c in CONFIGS if len(c) > 13 for key in c[13]}  # a config's env holds only for it
 
 for n, cin, cout, k, hw, s, p, op, d, g, dt, *path in CONFIGS:
-    algo, tf32 = path or ("auto", True)
+    algo, tf32, env = (*path, {})[:3] if path else ("auto", True, {})
     if ONLY and algo not in ONLY:
         continue
+    for key in ENV_KEYS:
+        os.environ.pop(key, None)
+    os.environ.update(env)
     os.environ["CONVT_CUDA_ALGO"] = algo
     torch.backends.cudnn.allow_tf32 = tf32
     x = torch.randn(n, cin, *hw, device="cuda", dtype=dt)

@@ -869,7 +869,9 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
     groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
     one strip or several; fp32's raw rows by TMA with the direct epilogue (even i) and by cp.async with paired stores
-    (odd i); height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared memory)."""
+    (odd i); a partial last strip launched alone (i % 3 == 0), kept with the others (i % 3 == 1) or as the cost model
+    says (i % 3 == 2); height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared
+    memory)."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
@@ -877,6 +879,10 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
     # fp32's raw rows by TMA with the direct epilogue (even i), or by cp.async with paired stores (odd i)
     monkeypatch.setenv("CONVT_DWIN_TMA", "0" if i % 2 else "1")
+    if i % 3 < 2:
+        monkeypatch.setenv("CONVT_DWIN_SPLIT", "1" if i % 3 == 0 else "0")
+    else:
+        monkeypatch.delenv("CONVT_DWIN_SPLIT", raising=False)
     rng = random.Random(seed * 52361 + i)
     dtype = TORCH_DTYPE[precision]
     vec = 16 // dtype.itemsize
@@ -903,16 +909,18 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
 
 
 @pytest.mark.parametrize("precision", ["float32-tf32", "float16", "bfloat16"], indirect=True)
-def test_dwin_persistent_cuda(seed, precision, monkeypatch):
+@pytest.mark.parametrize("split", ["0", "1"])
+def test_dwin_persistent_cuda(seed, precision, split, monkeypatch):
     """The window kernel on problems of many more tiles than consumer warpgroups, so that each walks several bands
     and strips (its producer streaming the next tile's rows while the consumer stores this one's last): a band cut at
-    the bottom, a strip cut at the edge, two chunks with a tail, width dilation, padding, bias, outputs off
-    alignment."""
+    the bottom, a strip cut at the edge (with split 1 launched alone, in its own bands), two chunks with a tail,
+    width dilation, padding, bias, outputs off alignment."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
         pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
     monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
+    monkeypatch.setenv("CONVT_DWIN_SPLIT", split)
     rng = random.Random(seed * 7907)
     case = Case(3, 40, 30, (3, 5), (rng.randint(150, 250), 8 * rng.randint(30, 40)), (1, 1), (1, 2), (0, 0), (1, 2),
                 1, True, False)
