@@ -4,6 +4,9 @@
 // row segment serve the three output rows that row feeds. kb71's 2-column edge (8 x 32 x 514 x 2 outputs, 288
 // products each) is ~0.15 GFLOP and ~4 MB of sectors: a few microseconds, where the window kernel's own last strip
 // took ~38 us (264 tiles of 16 rows x 64 columns, 2 of them wanted; session 59).
+// A block stages each chunk's weights and halo in kBatch loads a thread before their shared-memory stores: staged one
+// at a time (session 60, call A) every load waited out its L2 or DRAM latency, and a block took ~15-20 us whatever
+// the layer's size (kb71's edge 36 us, a 34-block edge 18).
 #include "convt_edge.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -23,6 +26,7 @@ constexpr int kRows = kRR * kWarps;         // output rows a block
 constexpr int kStaged = kRows + kKH - 1;    // input rows a block stages
 constexpr int kMaxCols = 16;                // output columns a block; a wider edge takes several blocks across
 constexpr int kSmemBytes = 48 * 1024;       // no opt-in: several blocks an SM
+constexpr int kBatch = 16;                  // loads a thread has in flight while staging
 
 struct EdgeGeom {
   int n, hin, win, hout, wout, kw, ph, pw, dw;
@@ -30,6 +34,7 @@ struct EdgeGeom {
   int col0, cols;   // the edge: output columns [col0, col0 + cols)
   int pieces;       // blocks across the edge
   int segw;         // staged columns an input row: COLS + (kw - 1) * dw
+  int tpitch;       // an output channel's staged weights: the taps, made odd so a warp's lanes miss no bank
   int cc;           // input channels a staged chunk (0: one channel does not fit)
   int row_blocks;   // blocks down an image
   int smem_bytes;
@@ -57,7 +62,8 @@ EdgeGeom geometry(const ConvTParams& p, int col0) {
   e.pieces = (e.cols + kMaxCols - 1) / kMaxCols;
   // The staged segment covers COLS columns even where the edge is narrower, so the unrolled reads stay in the row.
   e.segw = cols_bucket(std::min(e.cols, kMaxCols)) + (e.kw - 1) * e.dw;
-  const int64_t per_channel = int64_t(kKH) * e.kw * e.cout_g + int64_t(kStaged) * e.segw;  // floats
+  e.tpitch = (kKH * e.kw) | 1;
+  const int64_t per_channel = int64_t(e.tpitch) * e.cout_g + int64_t(kStaged) * e.segw;  // floats
   e.cc = static_cast<int>(std::min<int64_t>(e.cin_g, kSmemBytes / 4 / per_channel));
   e.row_blocks = (e.hout + kRows - 1) / kRows;
   e.smem_bytes = static_cast<int>(e.cc * per_channel * 4);
@@ -79,8 +85,8 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
   const int c0 = e.col0 + piece * kMaxCols, cols = min(kMaxCols, e.col0 + e.cols - c0);
   const int oy0 = rb * kRows, iy0 = oy0 + e.ph - (kKH - 1), ix0 = c0 + e.pw - (e.kw - 1) * e.dw;
   const int taps = kKH * e.kw;
-  float* ws = sm;                                  // [channel][kernel column][kernel row][output channel]
-  float* xs = sm + e.cc * taps * e.cout_g;         // [channel][staged row][column]
+  float* ws = sm;                            // [channel][output channel][kernel row][kernel column], pitch tpitch
+  float* xs = sm + e.cc * e.cout_g * e.tpitch;  // [channel][staged row][column]
   const T* xg = x + (int64_t(img) * e.cin + int64_t(g) * e.cin_g) * e.hin * e.win;
   const T* wg = w + int64_t(g) * e.cin_g * e.cout_g * taps;
 
@@ -88,32 +94,45 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
   for (int ci0 = 0; ci0 < e.cin_g; ci0 += e.cc) {
     const int nc = min(e.cc, e.cin_g - ci0);
     __syncthreads();  // the last chunk's reads are done
-    for (int r = tid; r < nc * e.cout_g; r += blockDim.x) {
-      const int ci = r / e.cout_g, o = r - ci * e.cout_g;
-      const T* src = wg + (int64_t(ci0 + ci) * e.cout_g + o) * taps;
-      float* dst = ws + ci * taps * e.cout_g + o;
-      for (int kh = 0; kh < kKH; ++kh)
-        for (int kx = 0; kx < e.kw; ++kx) dst[(kx * kKH + kh) * e.cout_g] = static_cast<float>(src[kh * e.kw + kx]);
+    const T* wc = wg + int64_t(ci0) * e.cout_g * taps;  // the chunk's weights lie contiguous
+    const int wn = nc * e.cout_g * taps, xn = nc * kStaged * e.segw, nth = blockDim.x;
+    for (int i0 = tid; i0 < wn; i0 += kBatch * nth) {
+      float v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * nth;
+        v[u] = i < wn ? static_cast<float>(wc[i]) : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * nth, row = i / taps;
+        if (i < wn) ws[row * e.tpitch + (i - row * taps)] = v[u];
+      }
     }
-    for (int r = tid; r < nc * kStaged; r += blockDim.x) {
-      const int ci = r / kStaged, j = r - ci * kStaged, iy = iy0 + j;
-      float* dst = xs + r * e.segw;
-      const bool row_in = iy >= 0 && iy < e.hin;
-      const T* src = xg + (int64_t(ci0 + ci) * e.hin + (row_in ? iy : 0)) * e.win;
-      for (int q = 0; q < e.segw; ++q) {
-        const int ix = ix0 + q;
-        dst[q] = row_in && ix >= 0 && ix < e.win ? static_cast<float>(src[ix]) : 0.f;
+    for (int i0 = tid; i0 < xn; i0 += kBatch * nth) {
+      float v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * nth, r = i / e.segw, q = i - r * e.segw;
+        const int ci = r / kStaged, iy = iy0 + (r - ci * kStaged), ix = ix0 + q;
+        v[u] = i < xn && iy >= 0 && iy < e.hin && ix >= 0 && ix < e.win
+                   ? static_cast<float>(xg[(int64_t(ci0 + ci) * e.hin + iy) * e.win + ix])
+                   : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * nth;
+        if (i < xn) xs[i] = v[u];
       }
     }
     __syncthreads();
     if (co < e.cout_g) {
       for (int ci = 0; ci < nc; ++ci) {
         const float* xr = xs + (ci * kStaged + warp * kRR) * e.segw;
-        const float* wr = ws + ci * taps * e.cout_g + co;
+        const float* wr = ws + (ci * e.cout_g + co) * e.tpitch;
         for (int kx = 0; kx < e.kw; ++kx) {
           // staged row jj feeds output row jj - 2 + kh through kernel row kh; column c reads kx's tap at c + shift
-          const float w0 = wr[(kx * kKH) * e.cout_g], w1 = wr[(kx * kKH + 1) * e.cout_g],
-                      w2 = wr[(kx * kKH + 2) * e.cout_g];
+          const float w0 = wr[kx], w1 = wr[e.kw + kx], w2 = wr[2 * e.kw + kx];
           const float* xq = xr + (e.kw - 1 - kx) * e.dw;
 #pragma unroll
           for (int jj = 0; jj < kRR + kKH - 1; ++jj) {
