@@ -1,12 +1,11 @@
-// The edge kernel (convt_edge.h). A warp is kRR output rows of one image and group across a piece of the edge's
-// columns, its lanes the output channels: a staged input value is one shared-memory broadcast feeding 32 lanes'
-// products, and a lane's kRR x COLS accumulators let one read of a kernel column's three weights and of each staged
-// row segment serve the three output rows that row feeds. kb71's 2-column edge (8 x 32 x 514 x 2 outputs, 288
-// products each) is ~0.15 GFLOP and ~4 MB of sectors: a few microseconds, where the window kernel's own last strip
-// took ~38 us (264 tiles of 16 rows x 64 columns, 2 of them wanted; session 59).
-// A block stages each chunk's weights and halo in kBatch loads a thread before their shared-memory stores: staged one
-// at a time (session 60, call A) every load waited out its L2 or DRAM latency, and a block took ~15-20 us whatever
-// the layer's size (kb71's edge 36 us, a 34-block edge 18).
+// The edge kernel (convt_edge.h). A thread owns kRR output rows x COLS columns x kTN output channels of one image and
+// group: per input channel and kernel column it reads its three kernel rows' kTN weights (one 8-byte load each, from
+// weights packed [channel][tap][32 output channels] once a call) and the six staged rows' COLS values (shared-memory
+// broadcasts: the 16 lanes of a row group read one address), for 3 x kRR x COLS x kTN products. kb71's 2-column
+// edge (8 x 32 x 514 x 2 outputs, 288 products each) is 2.4 M warp FFMAs, ~2 us at the FFMA rate; the window
+// kernel's own last strip took ~38 us (264 tiles of 16 rows x 64 columns, 2 of them wanted; session 59).
+// Session 60's first form (a lane per output channel, kRR x COLS products a read, weights staged in shared memory)
+// took 36-38 us: 11.2 K instructions a warp at 4.6 cycles each (ncu, call C), one or two warps a scheduler.
 #include "convt_edge.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -20,13 +19,16 @@ namespace convt {
 namespace {
 
 constexpr int kKH = 3;
-constexpr int kRR = 4;                      // output rows a warp
+constexpr int kRR = 4;                          // output rows a thread
+constexpr int kTN = 2;                          // output channels a thread
+constexpr int kCoPad = 32;                      // output channels a packed weight row (zeros past the group's)
+constexpr int kLanesN = kCoPad / kTN;           // lanes across the output channels
 constexpr int kWarps = 4;
-constexpr int kRows = kRR * kWarps;         // output rows a block
-constexpr int kStaged = kRows + kKH - 1;    // input rows a block stages
-constexpr int kMaxCols = 16;                // output columns a block; a wider edge takes several blocks across
-constexpr int kSmemBytes = 48 * 1024;       // no opt-in: several blocks an SM
-constexpr int kBatch = 16;                  // loads a thread has in flight while staging
+constexpr int kRows = kRR * (32 / kLanesN) * kWarps;  // output rows a block
+constexpr int kStaged = kRows + kKH - 1;        // input rows a block stages
+constexpr int kMaxCols = 16;                    // output columns a block; a wider edge takes several blocks across
+constexpr int kSmemBytes = 48 * 1024;           // no opt-in: several blocks an SM
+constexpr int kBatch = 16;                      // loads a thread has in flight while staging
 
 struct EdgeGeom {
   int n, hin, win, hout, wout, kw, ph, pw, dw;
@@ -34,7 +36,7 @@ struct EdgeGeom {
   int col0, cols;   // the edge: output columns [col0, col0 + cols)
   int pieces;       // blocks across the edge
   int segw;         // staged columns an input row: COLS + (kw - 1) * dw
-  int tpitch;       // an output channel's staged weights: the taps, made odd so a warp's lanes miss no bank
+  int rpitch;       // a staged row's pitch: odd, so a warp's two row groups read different banks
   int cc;           // input channels a staged chunk (0: one channel does not fit)
   int row_blocks;   // blocks down an image
   int smem_bytes;
@@ -62,20 +64,30 @@ EdgeGeom geometry(const ConvTParams& p, int col0) {
   e.pieces = (e.cols + kMaxCols - 1) / kMaxCols;
   // The staged segment covers COLS columns even where the edge is narrower, so the unrolled reads stay in the row.
   e.segw = cols_bucket(std::min(e.cols, kMaxCols)) + (e.kw - 1) * e.dw;
-  e.tpitch = (kKH * e.kw) | 1;
-  const int64_t per_channel = int64_t(e.tpitch) * e.cout_g + int64_t(kStaged) * e.segw;  // floats
+  e.rpitch = e.segw | 1;
+  const int64_t per_channel = int64_t(kStaged) * e.rpitch;  // floats
   e.cc = static_cast<int>(std::min<int64_t>(e.cin_g, kSmemBytes / 4 / per_channel));
   e.row_blocks = (e.hout + kRows - 1) / kRows;
   e.smem_bytes = static_cast<int>(e.cc * per_channel * 4);
   return e;
 }
 
+// Weights [group x channel][tap][kCoPad] as fp32, zeros past the group's output channels.
+template <typename T>
+__global__ void edge_pack_kernel(const T* __restrict__ w, float* __restrict__ wt, int64_t total, int cout_g, int taps) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int co = static_cast<int>(i % kCoPad);
+    const int64_t r = i / kCoPad, ci = r / taps;
+    wt[i] = co < cout_g ? static_cast<float>(w[(ci * cout_g + co) * taps + (r - ci * taps)]) : 0.f;
+  }
+}
+
 template <typename T, int COLS>
 __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom e, const T* __restrict__ x,
-                                                                 const T* __restrict__ w, const T* __restrict__ bias,
-                                                                 T* __restrict__ y) {
-  extern __shared__ float sm[];
-  const int tid = threadIdx.x, co = tid & 31, warp = tid >> 5;
+                                                                 const float* __restrict__ wt,
+                                                                 const T* __restrict__ bias, T* __restrict__ y) {
+  extern __shared__ float xs[];  // [channel][staged row][column], rows at rpitch
+  const int tid = threadIdx.x, co = (tid % kLanesN) * kTN, row0 = (tid / kLanesN) * kRR;
   int b = blockIdx.x;
   const int piece = b % e.pieces;
   b /= e.pieces;
@@ -85,30 +97,14 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
   const int c0 = e.col0 + piece * kMaxCols, cols = min(kMaxCols, e.col0 + e.cols - c0);
   const int oy0 = rb * kRows, iy0 = oy0 + e.ph - (kKH - 1), ix0 = c0 + e.pw - (e.kw - 1) * e.dw;
   const int taps = kKH * e.kw;
-  float* ws = sm;                            // [channel][output channel][kernel row][kernel column], pitch tpitch
-  float* xs = sm + e.cc * e.cout_g * e.tpitch;  // [channel][staged row][column]
   const T* xg = x + (int64_t(img) * e.cin + int64_t(g) * e.cin_g) * e.hin * e.win;
-  const T* wg = w + int64_t(g) * e.cin_g * e.cout_g * taps;
+  const float* wg = wt + int64_t(g) * e.cin_g * taps * kCoPad + co;
 
-  float acc[kRR][COLS] = {};
+  float acc[kRR][COLS][kTN] = {};
   for (int ci0 = 0; ci0 < e.cin_g; ci0 += e.cc) {
     const int nc = min(e.cc, e.cin_g - ci0);
     __syncthreads();  // the last chunk's reads are done
-    const T* wc = wg + int64_t(ci0) * e.cout_g * taps;  // the chunk's weights lie contiguous
-    const int wn = nc * e.cout_g * taps, xn = nc * kStaged * e.segw, nth = blockDim.x;
-    for (int i0 = tid; i0 < wn; i0 += kBatch * nth) {
-      float v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * nth;
-        v[u] = i < wn ? static_cast<float>(wc[i]) : 0.f;
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * nth, row = i / taps;
-        if (i < wn) ws[row * e.tpitch + (i - row * taps)] = v[u];
-      }
-    }
+    const int xn = nc * kStaged * e.segw, nth = blockDim.x;
     for (int i0 = tid; i0 < xn; i0 += kBatch * nth) {
       float v[kBatch];
 #pragma unroll
@@ -121,54 +117,72 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * nth;
-        if (i < xn) xs[i] = v[u];
+        const int i = i0 + u * nth, r = i / e.segw;
+        if (i < xn) xs[r * e.rpitch + (i - r * e.segw)] = v[u];
       }
     }
     __syncthreads();
-    if (co < e.cout_g) {
-      for (int ci = 0; ci < nc; ++ci) {
-        const float* xr = xs + (ci * kStaged + warp * kRR) * e.segw;
-        const float* wr = ws + (ci * e.cout_g + co) * e.tpitch;
-        for (int kx = 0; kx < e.kw; ++kx) {
-          // staged row jj feeds output row jj - 2 + kh through kernel row kh; column c reads kx's tap at c + shift
-          const float w0 = wr[kx], w1 = wr[e.kw + kx], w2 = wr[2 * e.kw + kx];
-          const float* xq = xr + (e.kw - 1 - kx) * e.dw;
+    for (int ci = 0; ci < nc; ++ci) {
+      const float* xr = xs + (ci * kStaged + row0) * e.rpitch;
+      const float* wr = wg + int64_t(ci0 + ci) * taps * kCoPad;
+      for (int kx = 0; kx < e.kw; ++kx) {
+        // staged row jj feeds output row jj - 2 + kh through kernel row kh; column c reads kx's tap at c + shift
+        const float2 w0 = __ldg(reinterpret_cast<const float2*>(wr + kx * kCoPad));
+        const float2 w1 = __ldg(reinterpret_cast<const float2*>(wr + (e.kw + kx) * kCoPad));
+        const float2 w2 = __ldg(reinterpret_cast<const float2*>(wr + (2 * e.kw + kx) * kCoPad));
+        const float* xq = xr + (e.kw - 1 - kx) * e.dw;
 #pragma unroll
-          for (int jj = 0; jj < kRR + kKH - 1; ++jj) {
+        for (int jj = 0; jj < kRR + kKH - 1; ++jj) {
 #pragma unroll
-            for (int c = 0; c < COLS; ++c) {
-              const float v = xq[jj * e.segw + c];
-              if (jj >= 2) acc[jj - 2][c] = fmaf(v, w0, acc[jj - 2][c]);
-              if (jj >= 1 && jj - 1 < kRR) acc[jj - 1][c] = fmaf(v, w1, acc[jj - 1][c]);
-              if (jj < kRR) acc[jj][c] = fmaf(v, w2, acc[jj][c]);
+          for (int c = 0; c < COLS; ++c) {
+            const float v = xq[jj * e.rpitch + c];
+            if (jj >= 2) {
+              acc[jj - 2][c][0] = fmaf(v, w0.x, acc[jj - 2][c][0]);
+              acc[jj - 2][c][1] = fmaf(v, w0.y, acc[jj - 2][c][1]);
+            }
+            if (jj >= 1 && jj - 1 < kRR) {
+              acc[jj - 1][c][0] = fmaf(v, w1.x, acc[jj - 1][c][0]);
+              acc[jj - 1][c][1] = fmaf(v, w1.y, acc[jj - 1][c][1]);
+            }
+            if (jj < kRR) {
+              acc[jj][c][0] = fmaf(v, w2.x, acc[jj][c][0]);
+              acc[jj][c][1] = fmaf(v, w2.y, acc[jj][c][1]);
             }
           }
         }
       }
     }
   }
-  if (co >= e.cout_g) return;
-  const int oc = g * e.cout_g + co;
-  const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
-  const int oy = oy0 + warp * kRR;
-  T* yp = y + ((int64_t(img) * e.cout + oc) * e.hout + oy) * e.wout + c0;
 #pragma unroll
-  for (int rr = 0; rr < kRR; ++rr) {
-    if (oy + rr >= e.hout) break;
+  for (int t = 0; t < kTN; ++t) {
+    if (co + t >= e.cout_g) break;
+    const int oc = g * e.cout_g + co + t;
+    const float bv = bias != nullptr ? static_cast<float>(bias[oc]) : 0.f;
+    const int oy = oy0 + row0;
+    T* yp = y + ((int64_t(img) * e.cout + oc) * e.hout + oy) * e.wout + c0;
 #pragma unroll
-    for (int c = 0; c < COLS; ++c)
-      if (c < cols) yp[int64_t(rr) * e.wout + c] = static_cast<T>(acc[rr][c] + bv);
+    for (int rr = 0; rr < kRR; ++rr) {
+      if (oy + rr >= e.hout) break;
+#pragma unroll
+      for (int c = 0; c < COLS; ++c)
+        if (c < cols) yp[int64_t(rr) * e.wout + c] = static_cast<T>(acc[rr][c][t] + bv);
+    }
   }
 }
 
 template <typename T>
 void launch_typed(const EdgeGeom& e, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                   cudaStream_t stream) {
+  const int64_t total = int64_t(e.cin) * kKH * e.kw * kCoPad;
+  at::Tensor wt = at::empty({total}, x.options().dtype(at::kFloat));
+  const unsigned pack_blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+  edge_pack_kernel<T><<<pack_blocks, 256, 0, stream>>>(w.const_data_ptr<T>(), wt.mutable_data_ptr<float>(), total,
+                                                       e.cout_g, kKH * e.kw);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   const int64_t blocks = int64_t(e.pieces) * e.row_blocks * e.n * (e.cin / e.cin_g);
   auto go = [&](auto kernel) {
     kernel<<<static_cast<unsigned>(blocks), kWarps * 32, e.smem_bytes, stream>>>(
-        e, x.const_data_ptr<T>(), w.const_data_ptr<T>(), b.defined() ? b.const_data_ptr<T>() : nullptr,
+        e, x.const_data_ptr<T>(), wt.const_data_ptr<float>(), b.defined() ? b.const_data_ptr<T>() : nullptr,
         out.mutable_data_ptr<T>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
