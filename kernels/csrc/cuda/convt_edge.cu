@@ -4,8 +4,12 @@
 // broadcasts: the 16 lanes of a row group read one address), for 3 x kRR x COLS x kTN products. kb71's 2-column
 // edge (8 x 32 x 514 x 2 outputs, 288 products each) is 2.4 M warp FFMAs, ~2 us at the FFMA rate; the window
 // kernel's own last strip took ~38 us (264 tiles of 16 rows x 64 columns, 2 of them wanted; session 59).
-// Session 60's first form (a lane per output channel, kRR x COLS products a read, weights staged in shared memory)
-// took 36-38 us: 11.2 K instructions a warp at 4.6 cycles each (ncu, call C), one or two warps a scheduler.
+// Each chunk of input channels stages its weights by cp.async (all in flight at once) and its halo rows by batched
+// loads, then computes from shared memory. Session 60 measured two forms that lost (kb71's edge, H200):
+// - a lane per output channel, kRR x COLS products a read: 36-38 us, 11.2 K instructions a warp at 4.6 cycles each
+//   (ncu, call C), one or two warps a scheduler;
+// - this thread tile with the weights read from global memory as the loop went: 48 us, a block ~34 us alone. Every
+//   kernel column waited out an L2 read of its weights (each SM reads all of them once), ~96 in a row.
 #include "convt_edge.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -15,8 +19,12 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "smem_attr.h"
+
 namespace convt {
 namespace {
+
+#include "cp_async.cuh"
 
 constexpr int kKH = 3;
 constexpr int kRR = 4;                          // output rows a thread
@@ -27,8 +35,8 @@ constexpr int kWarps = 4;
 constexpr int kRows = kRR * (32 / kLanesN) * kWarps;  // output rows a block
 constexpr int kStaged = kRows + kKH - 1;        // input rows a block stages
 constexpr int kMaxCols = 16;                    // output columns a block; a wider edge takes several blocks across
-constexpr int kSmemBytes = 48 * 1024;           // no opt-in: several blocks an SM
-constexpr int kBatch = 16;                      // loads a thread has in flight while staging
+constexpr int kSmemBytes = 96 * 1024;           // two blocks an SM (kb71's 32 channels: 59 KB, one chunk)
+constexpr int kBatch = 32;                      // halo loads a thread has in flight while staging
 
 struct EdgeGeom {
   int n, hin, win, hout, wout, kw, ph, pw, dw;
@@ -37,7 +45,7 @@ struct EdgeGeom {
   int pieces;       // blocks across the edge
   int segw;         // staged columns an input row: COLS + (kw - 1) * dw
   int rpitch;       // a staged row's pitch: odd, so a warp's two row groups read different banks
-  int cc;           // input channels a staged chunk (0: one channel does not fit)
+  int cc;           // input channels a staged chunk: weights and halo rows (0: one channel does not fit)
   int row_blocks;   // blocks down an image
   int smem_bytes;
 };
@@ -65,7 +73,7 @@ EdgeGeom geometry(const ConvTParams& p, int col0) {
   // The staged segment covers COLS columns even where the edge is narrower, so the unrolled reads stay in the row.
   e.segw = cols_bucket(std::min(e.cols, kMaxCols)) + (e.kw - 1) * e.dw;
   e.rpitch = e.segw | 1;
-  const int64_t per_channel = int64_t(kStaged) * e.rpitch;  // floats
+  const int64_t per_channel = int64_t(kKH) * e.kw * kCoPad + int64_t(kStaged) * e.rpitch;  // floats
   e.cc = static_cast<int>(std::min<int64_t>(e.cin_g, kSmemBytes / 4 / per_channel));
   e.row_blocks = (e.hout + kRows - 1) / kRows;
   e.smem_bytes = static_cast<int>(e.cc * per_channel * 4);
@@ -86,7 +94,7 @@ template <typename T, int COLS>
 __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom e, const T* __restrict__ x,
                                                                  const float* __restrict__ wt,
                                                                  const T* __restrict__ bias, T* __restrict__ y) {
-  extern __shared__ float xs[];  // [channel][staged row][column], rows at rpitch
+  extern __shared__ __align__(16) float sm[];
   const int tid = threadIdx.x, co = (tid % kLanesN) * kTN, row0 = (tid / kLanesN) * kRR;
   int b = blockIdx.x;
   const int piece = b % e.pieces;
@@ -98,13 +106,19 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
   const int oy0 = rb * kRows, iy0 = oy0 + e.ph - (kKH - 1), ix0 = c0 + e.pw - (e.kw - 1) * e.dw;
   const int taps = kKH * e.kw;
   const T* xg = x + (int64_t(img) * e.cin + int64_t(g) * e.cin_g) * e.hin * e.win;
-  const float* wg = wt + int64_t(g) * e.cin_g * taps * kCoPad + co;
+  const float* wg = wt + int64_t(g) * e.cin_g * taps * kCoPad;
+  float* ws = sm;                                // [channel][tap][kCoPad]
+  float* xs = sm + e.cc * taps * kCoPad;         // [channel][staged row][column], rows at rpitch
 
   float acc[kRR][COLS][kTN] = {};
   for (int ci0 = 0; ci0 < e.cin_g; ci0 += e.cc) {
     const int nc = min(e.cc, e.cin_g - ci0);
     __syncthreads();  // the last chunk's reads are done
-    const int xn = nc * kStaged * e.segw, nth = blockDim.x;
+    const int nth = blockDim.x, w16 = nc * taps * (kCoPad / 4);
+    const float* wc = wg + int64_t(ci0) * taps * kCoPad;
+    for (int i = tid; i < w16; i += nth) cp_async16_zfill(ws + 4 * i, wc + 4 * i, true);
+    cp_async_commit();
+    const int xn = nc * kStaged * e.segw;
     for (int i0 = tid; i0 < xn; i0 += kBatch * nth) {
       float v[kBatch];
 #pragma unroll
@@ -121,15 +135,16 @@ __global__ void __launch_bounds__(kWarps * 32) convt_edge_kernel(const EdgeGeom 
         if (i < xn) xs[r * e.rpitch + (i - r * e.segw)] = v[u];
       }
     }
+    cp_async_wait<0>();
     __syncthreads();
     for (int ci = 0; ci < nc; ++ci) {
       const float* xr = xs + (ci * kStaged + row0) * e.rpitch;
-      const float* wr = wg + int64_t(ci0 + ci) * taps * kCoPad;
+      const float* wr = ws + ci * taps * kCoPad + co;
       for (int kx = 0; kx < e.kw; ++kx) {
         // staged row jj feeds output row jj - 2 + kh through kernel row kh; column c reads kx's tap at c + shift
-        const float2 w0 = __ldg(reinterpret_cast<const float2*>(wr + kx * kCoPad));
-        const float2 w1 = __ldg(reinterpret_cast<const float2*>(wr + (e.kw + kx) * kCoPad));
-        const float2 w2 = __ldg(reinterpret_cast<const float2*>(wr + (2 * e.kw + kx) * kCoPad));
+        const float2 w0 = *reinterpret_cast<const float2*>(wr + kx * kCoPad);
+        const float2 w1 = *reinterpret_cast<const float2*>(wr + (e.kw + kx) * kCoPad);
+        const float2 w2 = *reinterpret_cast<const float2*>(wr + (2 * e.kw + kx) * kCoPad);
         const float* xq = xr + (e.kw - 1 - kx) * e.dw;
 #pragma unroll
         for (int jj = 0; jj < kRR + kKH - 1; ++jj) {
@@ -181,6 +196,7 @@ void launch_typed(const EdgeGeom& e, const at::Tensor& x, const at::Tensor& w, c
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const int64_t blocks = int64_t(e.pieces) * e.row_blocks * e.n * (e.cin / e.cin_g);
   auto go = [&](auto kernel) {
+    allow_dynamic_smem(kernel, e.smem_bytes);
     kernel<<<static_cast<unsigned>(blocks), kWarps * 32, e.smem_bytes, stream>>>(
         e, x.const_data_ptr<T>(), wt.const_data_ptr<float>(), b.defined() ? b.const_data_ptr<T>() : nullptr,
         out.mutable_data_ptr<T>());
