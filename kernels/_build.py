@@ -26,7 +26,7 @@ log = logging.getLogger("convt.build")
 CSRC = Path(__file__).resolve().parent / "csrc"
 CPU_SOURCES = ("op.cpp", "cpu/convt_cpu.cpp")
 ENTRY_SOURCES = ("entry.cpp",)
-CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_patch.cu", "cuda/convt_rows.cu", "cuda/convt_cells.cu", "cuda/convt_taps.cu", "cuda/convt_stack.cu", "cuda/convt_cols.cu", "cuda/convt_colsw.cu", "cuda/convt_dense.cu", "cuda/convt_dwg.cu", "cuda/convt_dwin.cu", "cuda/convt_strip.cu", "cuda/convt_tc.cu", "cuda/convt_wg.cu", "cuda/convt_wgh.cu", "cuda/tma_map.cu")
+CUDA_SOURCES = ("cuda/convt_cuda.cu", "cuda/convt_patch.cu", "cuda/convt_rows.cu", "cuda/convt_cells.cu", "cuda/convt_taps.cu", "cuda/convt_stack.cu", "cuda/convt_cols.cu", "cuda/convt_colsw.cu", "cuda/convt_dense.cu", "cuda/convt_dwg.cu", "cuda/convt_dwin.cu", "cuda/convt_edge.cu", "cuda/convt_strip.cu", "cuda/convt_tc.cu", "cuda/convt_wg.cu", "cuda/convt_wgh.cu", "cuda/tma_map.cu")
 # Every header, found rather than listed: a header left out of the list would
 # leave its edits out of the cache key below, and a stale kernel would load.
 HEADERS = tuple(sorted(p.relative_to(CSRC).as_posix() for p in CSRC.rglob("*") if p.suffix in (".h", ".cuh")))

@@ -133,8 +133,10 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # TF32 at 15 taps or more (v52: raw rows by TMA, the direct epilogue on 32 output channels): two groups, a channel
     # tail past one chunk (the box's zero rows), a strip cut at the edge (paired stores there)
     (2, 40, 64, (3, 5), (40, 200), 1, (1, 2), 0, 1, 2, torch.float32, "dwin", True),
-    # the first TF32 window config with its partial last strip (262 columns: 6 past four strips) launched alone
+    # the window kernel's full strips alone and the edge kernel on the rest: the first TF32 window config (262
+    # columns: 6 past four strips); fp16 with groups and a 41-column edge (eleven of the edge kernel's 4-column pieces)
     (4, 20, 30, (3, 3), (60, 260), 1, 1, 0, (1, 2), 1, torch.float32, "dwin", True, {"CONVT_DWIN_SPLIT": "1"}),
+    (3, 40, 24, (3, 4), (70, 296), 1, (1, 1), 0, 1, 2, torch.float16, "dwin", True, {"CONVT_DWIN_SPLIT": "1"}),
     # tensor-core kernel: each tile, each mma type, a padded channel tail, pure-fill phases
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc32", True),       # TF32
     (2, 20, 40, (3, 3), (9, 13), 1, 1, 0, 1, 1, torch.float32, "tc64", False),      # 3xTF32

@@ -869,9 +869,9 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
     one chunk or several and fewer channels than a chunk, 1-32 output channels a group (a slot padded with zeros),
     groups, bias, batch and unbatched, non-contiguous input, outputs off alignment, images of one band or many and
     one strip or several; fp32's raw rows by TMA with the direct epilogue (even i) and by cp.async with paired stores
-    (odd i); a partial last strip launched alone (i % 3 == 0), kept with the others (i % 3 == 1) or as the cost model
-    says (i % 3 == 2); height dilation, widths off 16 bytes and strict fp32 fall back (so do weights past shared
-    memory)."""
+    (odd i); a partial last strip's columns by the edge kernel, the full strips alone (i % 3 == 0), kept with the
+    others (i % 3 == 1) or as the cost model says (i % 3 == 2); height dilation, widths off 16 bytes and strict fp32
+    fall back (so do weights past shared memory)."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
@@ -913,8 +913,8 @@ def test_dwin_kernel_cuda(seed, precision, i, monkeypatch):
 def test_dwin_persistent_cuda(seed, precision, split, monkeypatch):
     """The window kernel on problems of many more tiles than consumer warpgroups, so that each walks several bands
     and strips (its producer streaming the next tile's rows while the consumer stores this one's last): a band cut at
-    the bottom, a strip cut at the edge (with split 1 launched alone, in its own bands), two chunks with a tail,
-    width dilation, padding, bias, outputs off alignment."""
+    the bottom, a strip cut at the edge (with split 1 on the edge kernel, the full strips in their own bands), two
+    chunks with a tail, width dilation, padding, bias, outputs off alignment."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:

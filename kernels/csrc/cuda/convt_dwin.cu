@@ -27,6 +27,7 @@
 
 #include "convt_dense.h"
 #include "convt_dwg.h"
+#include "convt_edge.h"
 #include "smem_attr.h"
 #include "tma_map.h"
 #include "wgmma_ops.h"
@@ -59,7 +60,6 @@ struct DwinGeom : StrideOneDims {
   int w_bytes;             // every group's packed weights
   int stages, nb;          // raw stages and pixel-major buffers, each producer half
   int band, bands, strips; // output rows a tile; tiles down and across an image
-  int strip0;              // the first strip: the last one when a narrow last strip runs alone (split_narrow)
   int groups;              // more than one: the tensor map has a group dimension
   int tma_bytes;           // a raw stage's bytes by TMA (fp32): rp columns x cin_g channels; 0 on the cp.async path
   int raw_off, pm_off;     // shared-memory offsets of half 0's rings (half 1's follow them); weights at kWOff
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
     a.g = static_cast<int>(t / d.n);
     a.o0 = band * d.band;
     a.rows = min(d.band, d.hout - a.o0);
-    a.ow0 = (d.strip0 + strip) * kCols;
+    a.ow0 = strip * kCols;
     const int c0 = a.ow0 + d.pw - (d.kw - 1) * d.dw;
     a.ca = c0 >= 0 ? c0 / V * V : -((V - 1 - c0) / V) * V;  // floor to a copy boundary
     a.shift = c0 - a.ca;
@@ -449,15 +449,22 @@ int round_up(int a, int b) { return (a + b - 1) / b * b; }
 // At 15 taps or more v52 stays regardless (kb78, rows on sectors: 641 -> 532, paced by instructions; no misaligned
 // layer of that many taps was timed).
 // CONVT_DWIN_TMA=1 or 0 forces the path on or off (the tests force both; timing one beside the other).
+// A test's override of a heuristic: 1 or 0 where the variable starts with one, else -1 (the heuristic decides).
+int env_force(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
+}
+
 bool use_tma(int taps, bool rows_on_sectors, int64_t out_bytes, int dev) {
-  const char* v = std::getenv("CONVT_DWIN_TMA");
-  if (v != nullptr && (v[0] == '0' || v[0] == '1')) return v[0] == '1';
+  const int force = env_force("CONVT_DWIN_TMA");
+  if (force >= 0) return force == 1;
   return taps >= 15 || rows_on_sectors || out_bytes <= device_attribute(cudaDevAttrL2CacheSize, dev);
 }
 
 int64_t choose_bands(DwinGeom& d, int groups, int sms);
 
-DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
+// rows (where given): the band count's cost, as choose_bands returns it.
+DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms, int64_t* rows = nullptr) {
   const int V = 16 / elem, CH = elem == 2 ? 16 : 8;
   DwinGeom d{};
   static_cast<StrideOneDims&>(d) = StrideOneDims::of(p);
@@ -486,7 +493,8 @@ DwinGeom geometry(const ConvTParams& p, int elem, int smem_limit, int sms) {
   d.pm_off = d.raw_off + kG * d.stages * d.raw_bytes;
   d.smem_bytes = size(d.nb, d.stages);
   d.strips = (d.wout + kCols - 1) / kCols;
-  choose_bands(d, p.groups, sms);
+  const int64_t cost = choose_bands(d, p.groups, sms);
+  if (rows != nullptr) *rows = cost;
   return d;
 }
 
@@ -512,36 +520,32 @@ int64_t choose_bands(DwinGeom& d, int groups, int sms) {
 
 // A last strip a quarter of kCols wide or less costs a full strip's rows (wgmma computes all kCols pixels; s58 call
 // D: kb71's 2-column strip alone, 8 tiles of 516 rows, 862 us) and can keep the full strips from fitting fewer rounds
-// (kb71, 1026 columns: 17 strips in 11 bands over 5.7 rounds; its 16 full strips fit 2 bands, one round). Launched
-// alone, each part takes its own band count. Split where the cost model's rows fall by more than a launch's worth
-// (~3 rows of 1.4-1.7 us). Session 58 call E (H200, GPU time, forced): kb71 481 -> 463 us on cp.async, 596 -> 510 on
-// v52; kb78 at padding (1, 2) 733 -> 718 and 621 -> 598; kb71 at a quarter batch 137 -> 140 (the rule keeps it whole:
-// 74 rows against 67 + 6 + 3). CONVT_DWIN_SPLIT=1 or 0 forces it on any partial last strip, or off (the tests).
-int split_narrow(const DwinGeom& d, int groups, int sms, DwinGeom (&parts)[2]) {
-  parts[0] = parts[1] = d;
-  const int tail = d.wout % kCols;
-  const char* v = std::getenv("CONVT_DWIN_SPLIT");
-  const int force = v != nullptr && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
-  if (d.strips < 2 || tail == 0 || force == 0 || (force < 0 && tail > kCols / 4)) return 1;
-  // Each part takes up to 256 bands; the tile count must stay within dwin_supports' bound.
-  if (int64_t(groups) * d.n * d.strips * 256 >= (int64_t(1) << 31)) return 1;
-  DwinGeom whole = d, wide = d, narrow = d;
-  const int64_t cost = choose_bands(whole, groups, sms);
-  wide.strips = d.strips - 1;
-  narrow.strip0 = d.strips - 1;
-  narrow.strips = 1;
-  const int64_t split = choose_bands(wide, groups, sms) + choose_bands(narrow, groups, sms) + 3;
-  if (force != 1 && split >= cost) return 1;  // parts[0] is still the whole layer
-  parts[0] = wide;
-  parts[1] = narrow;
-  return 2;
+// (kb71, 1026 columns: 17 strips in 11 bands over 5.7 rounds; its 16 full strips fit 2 bands, one round). So the
+// full strips run alone, in their own band count, and the edge kernel (convt_edge.cu) writes the last strip's
+// columns, where the cost model's rows fall by more than a launch's worth (~3 rows of 1.4-1.7 us). Session 59 (H200,
+// GPU time) with the last strip in a second window launch: kb71 484 -> 463 us TF32; that launch was ~38 us.
+// CONVT_DWIN_SPLIT=1 or 0 forces it on any partial last strip, or off (the tests). Returns whether to split; wide
+// is then the full strips' geometry.
+bool split_narrow(const DwinGeom& d, int64_t whole_rows, const ConvTParams& p, int elem, int sms, DwinGeom& wide) {
+  const int tail = d.wout % kCols, force = env_force("CONVT_DWIN_SPLIT");
+  if (d.strips < 2 || tail == 0 || force == 0 || (force < 0 && tail > kCols / 4) || !edge_supports(p, elem)) {
+    return false;
+  }
+  // The full strips take up to 256 bands; the tile count must stay within dwin_supports' bound.
+  if (int64_t(p.groups) * d.n * d.strips * 256 >= (int64_t(1) << 31)) return false;
+  DwinGeom w = d;
+  w.strips = d.strips - 1;
+  if (force != 1 && choose_bands(w, static_cast<int>(p.groups), sms) + 3 >= whole_rows) return false;
+  wide = w;
+  return true;
 }
 
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   const int dev = x.get_device(), sms = sm_count(dev);
-  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms);
+  int64_t whole_rows = 0;
+  const DwinGeom d = geometry(p, static_cast<int>(sizeof(T)), max_smem_optin(dev), sms, &whole_rows);
   if (int64_t(p.groups) * d.n * d.bands * d.strips == 0) return;
   const int64_t words = d.w_bytes / 4;
   at::Tensor packed = at::empty({words}, x.options().dtype(at::kInt));
@@ -563,18 +567,17 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
                      CU_TENSOR_MAP_L2_PROMOTION_NONE);
     dg.tma_bytes = d.rp * d.cin_g * static_cast<int>(sizeof(T));
   }
-  DwinGeom parts[2];
-  const int n_parts = split_narrow(dg, p.groups, sms, parts);
+  DwinGeom wide{};
+  const bool split = split_narrow(dg, whole_rows, p, static_cast<int>(sizeof(T)), sms, wide);
+  if (split) dg = wide;
   auto go = [&](auto kernel) {
     allow_dynamic_smem(kernel, d.smem_bytes);
-    for (int i = 0; i < n_parts; ++i) {
-      const int64_t tiles = int64_t(p.groups) * d.n * parts[i].bands * parts[i].strips;
-      kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes,
-               stream>>>(xmap, parts[i], x.const_data_ptr<T>(),
-                         reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
-                         b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
+    const int64_t tiles = int64_t(p.groups) * d.n * dg.bands * dg.strips;
+    kernel<<<static_cast<unsigned>(std::min<int64_t>((tiles + kG - 1) / kG, sms)), (kG + 1) * 128, d.smem_bytes,
+             stream>>>(xmap, dg, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
+                       b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (split) launch_edge(p, x, w, b, out, dg.strips * kCols, stream);
   };
   if constexpr (std::is_same_v<T, float>) {
     if (tma) {
