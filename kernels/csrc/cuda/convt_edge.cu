@@ -44,7 +44,7 @@ constexpr int kRows = kRR * (32 / kLanesN) * kWarps;  // output rows a block
 constexpr int kStaged = kRows + kKH - 1;        // input rows a block stages
 constexpr int kMaxCols = 4;                     // output columns a block (registers at 512 threads); more take several
 constexpr int kSmemBytes = 96 * 1024;           // two blocks an SM (kb71's 32 channels: 48 KB, one chunk)
-constexpr int kBatch = 8;                       // halo loads a thread has in flight while staging
+constexpr int kBatch = 16;                      // halo loads a thread has in flight while staging
 
 struct EdgeGeom {
   int n, hin, win, hout, wout, kw, ph, pw, dw;
@@ -122,34 +122,29 @@ __global__ void __launch_bounds__(kThreads, 2) convt_edge_kernel(const EdgeGeom 
   float* ws = sm;                                // [channel][tap][kCoPad]
   float* xs = sm + e.cc * taps * kCoPad;         // [channel][staged row][column], rows at rpitch
 
-  // Staging: a thread keeps one staged column q and walks the chunk's rows per apart, so a row's channel is a
-  // division by the constant kStaged; form 4 divided a flat index by segw and spent a third of its instructions
-  // staging (session 61, ncu). Threads past per x segw stage nothing (edge_supports: segw <= kThreads).
-  const int per = kThreads / e.segw, q = tid % e.segw, r0 = tid / e.segw, ixq = ix0 + q;
-  const bool col_ok = ixq >= 0 && ixq < e.win;
-
   float acc[kRR][COLS][kTN] = {};
   for (int ci0 = 0; ci0 < e.cin_g; ci0 += e.cc) {
-    const int nc = min(e.cc, e.cin_g - ci0), rows = nc * kStaged;
+    const int nc = min(e.cc, e.cin_g - ci0);
     __syncthreads();  // the last chunk's reads are done
     const int nth = blockDim.x, w16 = nc * taps * (kCoPad / 4);
     const float* wc = wg + int64_t(ci0) * taps * kCoPad;
     for (int i = tid; i < w16; i += nth) cp_async16_zfill(ws + 4 * i, wc + 4 * i, true);
     cp_async_commit();
-    for (int rs = r0 < per ? r0 : rows; rs < rows; rs += kBatch * per) {
+    const int xn = nc * kStaged * e.segw;
+    for (int i0 = tid; i0 < xn; i0 += kBatch * nth) {
       float v[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        const int r = rs + u * per, ci = static_cast<int>(static_cast<unsigned>(r) / kStaged);
-        const int iy = iy0 + (r - ci * kStaged);
-        v[u] = col_ok && r < rows && iy >= 0 && iy < e.hin
-                   ? static_cast<float>(xg[(int64_t(ci0 + ci) * e.hin + iy) * e.win + ixq])
+        const int i = i0 + u * nth, r = i / e.segw, q = i - r * e.segw;
+        const int ci = r / kStaged, iy = iy0 + (r - ci * kStaged), ix = ix0 + q;
+        v[u] = i < xn && iy >= 0 && iy < e.hin && ix >= 0 && ix < e.win
+                   ? static_cast<float>(xg[(int64_t(ci0 + ci) * e.hin + iy) * e.win + ix])
                    : 0.f;
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        const int r = rs + u * per;
-        if (r < rows) xs[r * e.rpitch + q] = v[u];
+        const int i = i0 + u * nth, r = i / e.segw;
+        if (i < xn) xs[r * e.rpitch + (i - r * e.segw)] = v[u];
       }
     }
     cp_async_wait<0>();
@@ -257,15 +252,14 @@ void launch_typed(const EdgeGeom& e, const at::Tensor& x, const at::Tensor& w, c
 bool edge_supports(const ConvTParams& p, int elem) {
   if (p.KH != kKH || p.dh != 1 || p.sh != 1 || p.sw != 1 || p.Cout_g > 32 || (elem != 2 && elem != 4)) return false;
   const EdgeGeom e = geometry(p, static_cast<int>(std::max<int64_t>(p.Wout - kMaxCols, 0)));  // the widest piece
-  return e.cc >= 1 && e.segw <= kThreads &&
-         int64_t(p.N) * p.groups * ((p.Hout + kRows - 1) / kRows) * ((p.Wout + kMaxCols - 1) / kMaxCols) <
-             (int64_t(1) << 31);
+  return e.cc >= 1 && int64_t(p.N) * p.groups * ((p.Hout + kRows - 1) / kRows) * ((p.Wout + kMaxCols - 1) / kMaxCols) <
+                          (int64_t(1) << 31);
 }
 
 void launch_edge(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
                  int col0, cudaStream_t stream) {
   const EdgeGeom e = geometry(p, col0);
-  TORCH_CHECK(e.cc >= 1 && e.cols > 0 && e.segw <= kThreads, "convt: the edge kernel cannot take this layer");
+  TORCH_CHECK(e.cc >= 1 && e.cols > 0, "convt: the edge kernel cannot take this layer");
   if (int64_t(e.n) * e.hout == 0 || e.cout == 0) return;
   switch (x.scalar_type()) {
     case at::kFloat: launch_typed<float>(e, x, w, b, out, stream); break;
