@@ -440,6 +440,12 @@ __global__ void __launch_bounds__((kG + 1) * 128, 1)
 
 int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
+// A test's override of a heuristic: 1 or 0 where the variable starts with one, else -1 (the heuristic decides).
+int env_force(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
+}
+
 // fp32's v52 path (raw rows by TMA, the epilogue stored as the accumulators lie), everywhere but on output rows off
 // 32-byte sectors past L2's size. Session 56 (H200, GPU time, cp.async -> v52): kb71 with padding 1 (rows of 1024
 // floats, the same bytes) 481 -> 361 us; kb71 itself (rows of 1026 floats, so a row's 32-byte runs straddle sectors)
@@ -449,12 +455,6 @@ int round_up(int a, int b) { return (a + b - 1) / b * b; }
 // At 15 taps or more v52 stays regardless (kb78, rows on sectors: 641 -> 532, paced by instructions; no misaligned
 // layer of that many taps was timed).
 // CONVT_DWIN_TMA=1 or 0 forces the path on or off (the tests force both; timing one beside the other).
-// A test's override of a heuristic: 1 or 0 where the variable starts with one, else -1 (the heuristic decides).
-int env_force(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
-}
-
 bool use_tma(int taps, bool rows_on_sectors, int64_t out_bytes, int dev) {
   const int force = env_force("CONVT_DWIN_TMA");
   if (force >= 0) return force == 1;
@@ -523,7 +523,8 @@ int64_t choose_bands(DwinGeom& d, int groups, int sms) {
 // (kb71, 1026 columns: 17 strips in 11 bands over 5.7 rounds; its 16 full strips fit 2 bands, one round). So the
 // full strips run alone, in their own band count, and the edge kernel (convt_edge.cu) writes the last strip's
 // columns, where the cost model's rows fall by more than a launch's worth (~3 rows of 1.4-1.7 us). Session 59 (H200,
-// GPU time) with the last strip in a second window launch: kb71 484 -> 463 us TF32; that launch was ~38 us.
+// GPU time) with the last strip in a second window launch: kb71 484 -> 463 us TF32; that launch was ~38 us, the
+// edge kernel's ~21 (session 61: kb71 454).
 // CONVT_DWIN_SPLIT=1 or 0 forces it on any partial last strip, or off (the tests). Returns whether to split; wide
 // is then the full strips' geometry.
 bool split_narrow(const DwinGeom& d, int64_t whole_rows, const ConvTParams& p, int elem, int sms, DwinGeom& wide) {

@@ -11,8 +11,8 @@
 namespace convt {
 
 // Stride 1, kernel height 3 at height dilation 1, at most 32 output channels a group (the window kernel's layers);
-// fp32 (computed in full fp32), fp16, bf16; contiguous input, weights and output; one input channel's staged rows
-// within 48 KB of shared memory.
+// fp32 (computed in full fp32), fp16, bf16; contiguous input, weights and output; one input channel's weights and
+// staged rows within 96 KB of shared memory.
 bool edge_supports(const ConvTParams& p, int elem);
 // Writes output columns [col0, Wout) of every row, channel and image; leaves the others alone.
 void launch_edge(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::Tensor& out,
