@@ -7,8 +7,9 @@
 // Each chunk of input channels stages its weights by cp.async (all in flight at once) and its halo rows by batched
 // loads, then computes from shared memory; kSplit warp sets take every kSplit-th channel of a chunk for the same
 // tiles and sum through shared memory at the end, so kb71's edge runs ~4 warps a scheduler, not ~1 (form 4; session
-// 61, H200: kb71's edge 21.2 us TF32 and 24.1 fp16; ncu 3.5 warps and 0.64 instructions issued a scheduler a cycle,
-// so it is now paced by instructions, a third of them FFMAs). Session 60 measured three forms that lost (kb71's edge):
+// 61, H200: kb71's edge 21.2 us TF32 and 24.1 fp16; ncu 3.5 warps and 0.64 instructions issued a scheduler a cycle.
+// Form 5 cut staging's instructions by ~900 a warp and was no faster, so what paces a block is its weights' arrival
+// and the drain of its partial-sector stores, kernel-notes v58). Session 60's three forms lost (kb71's edge):
 // - a lane per output channel, kRR x COLS products a read: 36-38 us, 11.2 K instructions a warp at 4.6 cycles each
 //   (ncu, call C), one or two warps a scheduler;
 // - this thread tile with the weights read from global memory as the loop went: 48 us, a block ~34 us alone. Every
