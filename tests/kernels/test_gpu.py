@@ -928,6 +928,62 @@ def test_dwin_persistent_cuda(seed, precision, split, monkeypatch):
     check_cuda(case, precision, seed * 7907 + 1, out_offset=rng.choice([0, 1]), ref_device="cuda")
 
 
+@pytest.mark.parametrize("precision", ["float32-tf32", "float16"], indirect=True)
+def test_dwin_edge_beside_cuda(seed, precision, monkeypatch):
+    """The edge kernel on its second stream beside the window kernel (the default where the last strip is split off):
+    the same bits as both on the caller's stream, from a caller's own stream, and captured in a CUDA graph and replayed
+    on a new input, against the float64 reference each time."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma: sm_90 only")
+    if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:
+        pytest.skip("sized for 227 KB of shared memory a block (H100, H200)")
+    monkeypatch.setenv("CONVT_CUDA_ALGO", "dwin")
+    monkeypatch.setenv("CONVT_DWIN_SPLIT", "1")
+    # kb71's layer, narrower and shorter: 3 full strips and a 2-column edge.
+    case = Case(2, 32, 32, (3, 3), (40, 192), (1, 1), (0, 0), (0, 0), (1, 1), 1, True, False)
+    dtype = TORCH_DTYPE[precision]
+    assert path_taken(case, dtype) == "dwin", f"not on the window kernel: {case}"
+    gen = torch.Generator().manual_seed(seed)
+    x, w, b = case.tensors(dtype, "cuda", gen)
+
+    def run(x_):
+        out = poisoned_out(case, dtype, "cuda")
+        conv_transpose2d_out(x_, w, b, *case.args(), out=out)
+        return out
+
+    def checked(out, x_):
+        torch.cuda.synchronize()
+        assert not torch.isnan(out).any(), f"unwritten output elements: {precision} {case}"
+        err = rel_error(out, reference(x_, w, b, case, "cuda"))
+        assert err <= TOL[precision], f"rel error {err:.3e}: {precision} {case}"
+        return out
+
+    monkeypatch.setenv("CONVT_DWIN_BESIDE", "0")
+    same_stream = checked(run(x), x)
+    monkeypatch.setenv("CONVT_DWIN_BESIDE", "1")
+    assert torch.equal(checked(run(x), x), same_stream)
+    user = torch.cuda.Stream()
+    user.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(user):
+        on_user = run(x)
+    torch.cuda.current_stream().wait_stream(user)
+    assert torch.equal(checked(on_user, x), same_stream)
+    # Captured on a side stream of its own, as torch.cuda.graph does; replayed on a new input.
+    static_x = x.clone()
+    run(static_x)  # warm-up outside the capture: the kernels' one-time attributes
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = run(static_x)
+    x2, _, _ = case.tensors(dtype, "cuda", torch.Generator().manual_seed(seed + 1))
+    static_x.copy_(x2)
+    static_out.fill_(float("nan"))
+    graph.replay()
+    checked(static_out, x2)
+    monkeypatch.setenv("CONVT_DWIN_BESIDE", "0")
+    assert torch.equal(static_out, checked(run(x2), x2))
+
+
 def dram_bytes_per_sm_cycle() -> float:
     """The heuristic's DRAM rate (smem_attr.h), from the same device facts."""
     p = torch.cuda.get_device_properties(0)

@@ -16,6 +16,8 @@
 #include "convt_dwin.h"
 
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,7 +25,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "convt_dense.h"
 #include "convt_dwg.h"
@@ -541,6 +545,33 @@ bool split_narrow(const DwinGeom& d, int64_t whole_rows, const ConvTParams& p, i
   return true;
 }
 
+// The edge kernel beside the window kernel: the full strips' tiles are a whole number of rounds over the SMs, so
+// the SMs past the window kernel's grid idle for its whole run (kb71: 128 blocks on 132 SMs for ~420 us); the edge's
+// blocks, on a second stream forked after the window kernel's launch, run there. A stream and two events per host
+// thread and device: concurrent callers must not wait on one another's records. Fork and join are event waits, so a
+// CUDA-graph capture follows them and the captured graph has the same edges.
+struct Beside {
+  c10::cuda::CUDAStream side;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  explicit Beside(int dev) : side(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(dev))) {
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  }
+  Beside(const Beside&) = delete;
+  Beside& operator=(const Beside&) = delete;
+  ~Beside() {  // at a thread's exit; at the process's, the runtime may be gone already, so errors are ignored
+    cudaEventDestroy(fork);
+    cudaEventDestroy(join);
+  }
+};
+
+Beside& beside(int dev) {
+  thread_local std::vector<std::unique_ptr<Beside>> per_device;
+  if (dev >= static_cast<int>(per_device.size())) per_device.resize(dev + 1);
+  if (!per_device[dev]) per_device[dev] = std::make_unique<Beside>(dev);
+  return *per_device[dev];
+}
+
 template <typename T>
 void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
@@ -571,6 +602,12 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
   DwinGeom wide{};
   const bool split = split_narrow(dg, whole_rows, p, static_cast<int>(sizeof(T)), sms, wide);
   if (split) dg = wide;
+  // The edge beside the window kernel: the fork is recorded before the window kernel, so the edge does not wait for
+  // it, and the edge (behind its own pack kernel) is submitted after it, so the window kernel's blocks take the SMs
+  // first. The edge's packed weights are allocated on the side stream, so their memory is reused only behind it.
+  const bool on_side = split && env_force("CONVT_DWIN_BESIDE") != 0;
+  Beside* bs = on_side ? &beside(dev) : nullptr;
+  if (on_side) C10_CUDA_CHECK(cudaEventRecord(bs->fork, stream));
   auto go = [&](auto kernel) {
     allow_dynamic_smem(kernel, d.smem_bytes);
     const int64_t tiles = int64_t(p.groups) * d.n * dg.bands * dg.strips;
@@ -578,7 +615,18 @@ void launch_typed(const ConvTParams& p, const at::Tensor& x, const at::Tensor& w
              stream>>>(xmap, dg, x.const_data_ptr<T>(), reinterpret_cast<const uint32_t*>(packed.const_data_ptr<int>()),
                        b.defined() ? b.const_data_ptr<T>() : nullptr, y, pair, static_cast<unsigned>(tiles));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (split) launch_edge(p, x, w, b, out, dg.strips * kCols, stream);
+    if (!split) return;
+    if (!on_side) {
+      launch_edge(p, x, w, b, out, dg.strips * kCols, stream);
+      return;
+    }
+    C10_CUDA_CHECK(cudaStreamWaitEvent(bs->side.stream(), bs->fork, 0));
+    {
+      const c10::cuda::CUDAStreamGuard side_current(bs->side);
+      launch_edge(p, x, w, b, out, dg.strips * kCols, bs->side.stream());
+    }
+    C10_CUDA_CHECK(cudaEventRecord(bs->join, bs->side.stream()));
+    C10_CUDA_CHECK(cudaStreamWaitEvent(stream, bs->join, 0));
   };
   if constexpr (std::is_same_v<T, float>) {
     if (tma) {
