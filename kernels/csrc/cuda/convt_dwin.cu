@@ -528,7 +528,7 @@ int64_t choose_bands(DwinGeom& d, int groups, int sms) {
 // full strips run alone, in their own band count, and the edge kernel (convt_edge.cu) writes the last strip's
 // columns, where the cost model's rows fall by more than a launch's worth (~3 rows of 1.4-1.7 us). Session 59 (H200,
 // GPU time) with the last strip in a second window launch: kb71 484 -> 463 us TF32; that launch was ~38 us, the
-// edge kernel's ~21 (session 61: kb71 454).
+// edge kernel's ~21 (session 61: kb71 454), and beside the window kernel (session 62) it hides: 449.
 // CONVT_DWIN_SPLIT=1 or 0 forces it on any partial last strip, or off (the tests). Returns whether to split; wide
 // is then the full strips' geometry.
 bool split_narrow(const DwinGeom& d, int64_t whole_rows, const ConvTParams& p, int elem, int sms, DwinGeom& wide) {
