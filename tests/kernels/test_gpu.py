@@ -6,6 +6,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -982,6 +983,23 @@ def test_dwin_edge_beside_cuda(seed, precision, monkeypatch):
     checked(static_out, x2)
     monkeypatch.setenv("CONVT_DWIN_BESIDE", "0")
     assert torch.equal(static_out, checked(run(x2), x2))
+    # A host thread whose first call is inside a capture makes its side stream and events there.
+    monkeypatch.setenv("CONVT_DWIN_BESIDE", "1")
+    fresh, errors, fresh_out = torch.cuda.CUDAGraph(), [], {}
+
+    def capture_fresh():
+        try:
+            with torch.cuda.graph(fresh):
+                fresh_out["y"] = run(static_x)
+        except Exception as e:  # noqa: BLE001 -- asserted on in the test's thread
+            errors.append(e)
+
+    worker = threading.Thread(target=capture_fresh)
+    worker.start()
+    worker.join()
+    assert not errors, errors
+    fresh.replay()
+    assert torch.equal(checked(fresh_out["y"], x2), static_out)
 
 
 def dram_bytes_per_sm_cycle() -> float:
