@@ -933,7 +933,7 @@ def test_dwin_persistent_cuda(seed, precision, split, monkeypatch):
 def test_dwin_edge_beside_cuda(seed, precision, monkeypatch):
     """The edge kernel on its second stream beside the window kernel (the default where the last strip is split off):
     the same bits as both on the caller's stream, from a caller's own stream, and captured in a CUDA graph and replayed
-    on a new input, against the float64 reference each time."""
+    on a new input (also from a host thread whose first call is the captured one), against the float64 reference."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma: sm_90 only")
     if torch.cuda.get_device_properties(0).shared_memory_per_block_optin < 227 * 1024:

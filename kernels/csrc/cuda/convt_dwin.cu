@@ -547,7 +547,7 @@ bool split_narrow(const DwinGeom& d, int64_t whole_rows, const ConvTParams& p, i
 
 // The edge kernel beside the window kernel: the full strips' tiles are a whole number of rounds over the SMs, so
 // the SMs past the window kernel's grid idle for its whole run (kb71: 128 blocks on 132 SMs for ~420 us); the edge's
-// blocks, on a second stream forked after the window kernel's launch, run there. A stream and two events per host
+// blocks, on a second stream and submitted after the window kernel, run there. A stream and two events per host
 // thread and device: concurrent callers must not wait on one another's records. Fork and join are event waits, so a
 // CUDA-graph capture follows them and the captured graph has the same edges.
 struct Beside {
