@@ -144,6 +144,17 @@ __device__ __forceinline__ void grid_dep_wait() {
 #endif
 }
 
+// A load of what the pack grid wrote, after grid_dep_wait: coherent and ordered after it (an __ldg, ld.global.nc, read
+// stale or unwritten words in session 63's first call: the non-coherent path may be taken early).
+__device__ __forceinline__ uint4 ld_after_wait(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
 // A group's weights as the stack kernel's shared-memory image: (k-step ks, height offset i) blocks of kBlockBytes,
 // product n's 16-byte row of the k-step's half h at n x 16 + h x 512, channels rounded to TF32 or packed in half pairs.
 template <int UH, int KS>
@@ -189,7 +200,7 @@ __global__ void __launch_bounds__(256) convt_stack_pack_kernel(const StackGeom g
 template <typename T, int UH, int KS, bool TMA, bool PK>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
-                       const T* __restrict__ x, const T* __restrict__ w, const uint4* __restrict__ image,
+                       const T* __restrict__ x, const T* __restrict__ w, const uint4* image,
                        const T* __restrict__ bias, T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
@@ -361,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     uint4 v[kPer];
 #pragma unroll
     for (int u = 0; u < kPer; ++u)
-      if (kChunks % kThreads == 0 || tid + kThreads * u < kChunks) v[u] = __ldg(src + tid + kThreads * u);
+      if (kChunks % kThreads == 0 || tid + kThreads * u < kChunks) v[u] = ld_after_wait(src + tid + kThreads * u);
 #pragma unroll
     for (int u = 0; u < kPer; ++u)
       if (kChunks % kThreads == 0 || tid + kThreads * u < kChunks) reinterpret_cast<uint4*>(wsm)[tid + kThreads * u] = v[u];
