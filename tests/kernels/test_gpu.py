@@ -700,56 +700,6 @@ def test_stack_ring_cuda(seed, precision, name, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
-@pytest.mark.parametrize("precision", ["float32-tf32", "bfloat16"], indirect=True)
-@pytest.mark.parametrize("name", ["fsrcnn-n2-64x160", "g3-k4s2-n3"])
-def test_stack_packed_weights_cuda(seed, precision, name, monkeypatch):
-    """The stack kernel's weights from the pack kernel's image, with (CONVT_STACK_PACK=2, the default) and without (1)
-    the programmatic dependent launch, give the same bits as every block's own gather (0); and the dependent launch
-    captured in a CUDA graph, replayed on a new input, gives them too."""
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("wgmma: sm_90 only")
-    monkeypatch.setenv("CONVT_CUDA_ALGO", "stack")
-    case = {
-        # FSRCNN's layer (3 height offsets, the ring in TF32), bias
-        "fsrcnn-n2-64x160": Case(2, 56, 1, (9, 9), (64, 160), (3, 3), (4, 4), (2, 2), (1, 1), 1, True),
-        # three groups of 20 channels (a group's image each), 2 height offsets, no bias
-        "g3-k4s2-n3": Case(3, 60, 6, (4, 4), (24, 40), (2, 2), (1, 1), (1, 1), (1, 1), 3, False),
-    }[name]
-    dtype = TORCH_DTYPE[precision]
-    assert path_taken(case, dtype) == "stack", name
-    x, w, b = case.tensors(dtype, "cuda", torch.Generator().manual_seed(seed))
-
-    def run(x_):
-        out = poisoned_out(case, dtype, "cuda")
-        conv_transpose2d_out(x_, w, b, *case.args(), out=out)
-        return out
-
-    def checked(out, x_):
-        torch.cuda.synchronize()
-        assert not torch.isnan(out).any(), f"unwritten output elements: {precision} {case}"
-        err = rel_error(out, reference(x_, w, b, case, "cuda"))
-        assert err <= TOL[precision], f"rel error {err:.3e}: {precision} {case}"
-        return out
-
-    monkeypatch.setenv("CONVT_STACK_PACK", "0")
-    gathered = checked(run(x), x)
-    for mode in ("1", "2"):
-        monkeypatch.setenv("CONVT_STACK_PACK", mode)
-        assert torch.equal(checked(run(x), x), gathered), mode
-    static_x = x.clone()
-    run(static_x)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out = run(static_x)
-    x2, _, _ = case.tensors(dtype, "cuda", torch.Generator().manual_seed(seed + 1))
-    static_x.copy_(x2)
-    static_out.fill_(float("nan"))
-    graph.replay()
-    monkeypatch.setenv("CONVT_STACK_PACK", "0")
-    assert torch.equal(checked(static_out, x2), run(x2))
-
-
 @pytest.mark.parametrize("precision", DTYPES, indirect=True)
 @pytest.mark.parametrize("layer", ["unet-512-256-n8", "unet-128-64-n1", "dcgan-512-256-n64", "dcgan-128-64-n1"])
 def test_cols_decoder_layers_cuda(seed, precision, layer, monkeypatch):

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "cells_geom.h"
@@ -130,78 +129,16 @@ __device__ __forceinline__ int wcol_of(const StackGeom& g, int i, int n) {
   }
 }
 
-// Programmatic dependent launch (sm_90): the pack kernel lets the stack kernel's launch begin at once, and the stack
-// kernel waits for the pack grid's completion (and its writes) only where it first reads the packed weights, so the
-// second launch and the pack run under the first rows' loads.
-__device__ __forceinline__ void grid_dep_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void grid_dep_wait() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-// A load of what the pack grid wrote, after grid_dep_wait: coherent and ordered after it (an __ldg, ld.global.nc, read
-// stale or unwritten words in session 63's first call: the non-coherent path may be taken early).
-__device__ __forceinline__ uint4 ld_after_wait(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-
-// A group's weights as the stack kernel's shared-memory image: (k-step ks, height offset i) blocks of kBlockBytes,
-// product n's 16-byte row of the k-step's half h at n x 16 + h x 512, channels rounded to TF32 or packed in half pairs.
-template <int UH, int KS>
-constexpr int kImage16 = kWgs * KS * UH * kBlockBytes / 16;  // 16-byte chunks a group's image
-
-template <typename T, int UH, int KS>
-__global__ void __launch_bounds__(256) convt_stack_pack_kernel(const StackGeom g, const T* __restrict__ w,
-                                                               uint4* __restrict__ image) {
-  grid_dep_launch();
-  constexpr bool kHalf = sizeof(T) == 2;
-  constexpr int kE = kHalf ? 8 : 4;  // channels a 16-byte row
-  constexpr int kPer = (kImage16<UH, KS> + 255) / 256;
-  using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
-  const int grp = blockIdx.x, ncol = g.kk * g.cout_g;
-  const Bits* wq = reinterpret_cast<const Bits*>(w) + int64_t(grp) * g.cin_g * ncol;
-  uint32_t e[kPer][kE];
-#pragma unroll
-  for (int u = 0; u < kPer; ++u) {
-    const int q = threadIdx.x + 256 * u, blk = q >> 6, n = q & 31, h = (q >> 5) & 1;
-    const int ks = blk / UH, i = blk - ks * UH, c = q < kImage16<UH, KS> ? g.wcol[i][n] : -1;
-#pragma unroll
-    for (int kk = 0; kk < kE; ++kk) {
-      const int k = (2 * ks + h) * kE + kk;
-      e[u][kk] = c >= 0 && k < g.cin_g ? uint32_t(wq[unsigned(k * ncol + c)]) : 0u;
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < kPer; ++u) {
-    const uint32_t* q = e[u];
-    uint4 q4;
-    if constexpr (kHalf) q4 = make_uint4(q[0] | q[1] << 16, q[2] | q[3] << 16, q[4] | q[5] << 16, q[6] | q[7] << 16);
-    else q4 = make_uint4(tf32_bits(q[0]), tf32_bits(q[1]), tf32_bits(q[2]), tf32_bits(q[3]));
-    if (threadIdx.x + 256 * u < kImage16<UH, KS>) image[int64_t(grp) * kImage16<UH, KS> + threadIdx.x + 256 * u] = q4;
-  }
-}
-
 // UH: the height offsets, uh, at compile time (2 or 3), so each input row's register set has a fixed name in the loop
 // (unrolled by UH). KS: a warpgroup's k-steps a row, at compile time (the group's channels padded with zeros to
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
 // warpgroup.arrive wherever control flow enters one.
-// TMA: rows UH.. through the ring (TF32 only). PK: the weights from the pack kernel's image (one 16-byte copy a
-// chunk) rather than gathered from the weight tensor by every block.
-template <typename T, int UH, int KS, bool TMA, bool PK>
+// TMA: rows UH.. through the ring (TF32 only).
+template <typename T, int UH, int KS, bool TMA>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
-                       const T* __restrict__ x, const T* __restrict__ w, const uint4* image,
-                       const T* __restrict__ bias, T* __restrict__ y) {
+                       const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                       T* __restrict__ y) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kHalf = sizeof(T) == 2;
   constexpr int kK = kHalf ? 16 : 8;        // channels a k-step
@@ -365,18 +302,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // n = ((co sh + r) sw + q) uw + j takes w[k][co][th(r, i)][tw(q, j)] (column g.wcol[i][n]), or zero where phase r
   // has no tap at offset i, q none at j, or n is padding. Thread (warp v, lane n) fills product n's 16-byte rows
   // (k-step, half) v, v + 8, ... of every offset: all its loads in flight at once, one trip to L2.
-  if constexpr (PK) {
-    grid_dep_wait();
-    constexpr int kChunks = kImage16<UH, KS>, kPer = (kChunks + kThreads - 1) / kThreads;
-    const uint4* src = image + int64_t(grp) * kChunks;
-    uint4 v[kPer];
-#pragma unroll
-    for (int u = 0; u < kPer; ++u)
-      if (kChunks % kThreads == 0 || tid + kThreads * u < kChunks) v[u] = ld_after_wait(src + tid + kThreads * u);
-#pragma unroll
-    for (int u = 0; u < kPer; ++u)
-      if (kChunks % kThreads == 0 || tid + kThreads * u < kChunks) reinterpret_cast<uint4*>(wsm)[tid + kThreads * u] = v[u];
-  } else {
+  {
     constexpr int kWarps = kThreads / 32;
     constexpr int kRows = 2 * kWgs * kKS;  // 16-byte rows a product and offset: (k-step, half)
     constexpr int kPer = (kRows + kWarps - 1) / kWarps;  // a warp's rows, the last maybe past kRows
@@ -590,21 +516,13 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   return true;
 }
 
-// How the weights reach a block: gathered from the weight tensor by every block (0), from the pack kernel's image
-// (1), or from the image with the stack kernel launched as the pack's programmatic dependent (2, the default).
-int pack_mode() {
-  const char* v = std::getenv("CONVT_STACK_PACK");
-  return v != nullptr && v[0] >= '0' && v[0] <= '2' ? v[0] - '0' : 2;
-}
-
 template <typename T>
 void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
                   at::Tensor& out, cudaStream_t stream) {
   if (p.N == 0 || p.groups == 0 || g.hout == 0 || g.wout == 0) return;
   const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
-  const int mode = pack_mode();
-  auto go = [&](auto kernel, auto pack, int ks, bool tma, int image16) {
+  auto go = [&](auto kernel, int ks, bool tma) {
     const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) +
                       (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) : 0);
     allow_dynamic_smem(kernel, bytes);
@@ -623,51 +541,28 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
       g.tma_ch = std::min(16 * ks, g.cin_g);
       xmap = input_map(p, x.const_data_ptr(), kBoxPx, 1, cuuint32_t(g.tma_ch), false);
     }
-    at::Tensor image;
-    const uint4* ip = nullptr;
-    if (mode > 0) {
-      image = at::empty({int64_t(p.groups) * image16 * 16}, x.options().dtype(at::kByte));
-      ip = reinterpret_cast<const uint4*>(image.const_data_ptr());
-      pack<<<static_cast<unsigned>(p.groups), 256, 0, stream>>>(g, w.const_data_ptr<T>(),
-                                                                 reinterpret_cast<uint4*>(image.mutable_data_ptr()));
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = static_cast<size_t>(bytes);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = mode == 2 ? 1 : 0;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, xmap, p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), ip, bp,
-                                      out.mutable_data_ptr<T>()));
+    kernel<<<grid, kThreads, bytes, stream>>>(xmap, p, g, x.const_data_ptr<T>(), w.const_data_ptr<T>(), bp,
+                                              out.mutable_data_ptr<T>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
   // A warpgroup's k-steps: half of the group's channels, padded to a quarter or a half of 64.
   constexpr int kS = kFullKS / 4, kL = kFullKS / 2;
   const bool short_k = g.ksteps <= 2 * kS;
-  // The ring and the packed image are template arguments (the ring's kernels exist for fp32 alone), so the pick
-  // takes them as types.
-  auto pick = [&](auto ring, auto packed) {
-    constexpr bool kRingOn = decltype(ring)::value, kPk = decltype(packed)::value;
+  // The ring is a template argument (its kernels exist for fp32 alone), so the pick takes it as a type.
+  auto pick = [&](auto ring) {
+    constexpr bool kRingOn = decltype(ring)::value;
     if (g.uh == 2) {
-      if (short_k) go(convt_stack_kernel<T, 2, kS, kRingOn, kPk>, convt_stack_pack_kernel<T, 2, kS>, kS, kRingOn, kImage16<2, kS>);
-      else go(convt_stack_kernel<T, 2, kL, kRingOn, kPk>, convt_stack_pack_kernel<T, 2, kL>, kL, kRingOn, kImage16<2, kL>);
+      if (short_k) go(convt_stack_kernel<T, 2, kS, kRingOn>, kS, kRingOn);
+      else go(convt_stack_kernel<T, 2, kL, kRingOn>, kL, kRingOn);
     } else {
-      if (short_k) go(convt_stack_kernel<T, 3, kS, kRingOn, kPk>, convt_stack_pack_kernel<T, 3, kS>, kS, kRingOn, kImage16<3, kS>);
-      else go(convt_stack_kernel<T, 3, kL, kRingOn, kPk>, convt_stack_pack_kernel<T, 3, kL>, kL, kRingOn, kImage16<3, kL>);
+      if (short_k) go(convt_stack_kernel<T, 3, kS, kRingOn>, kS, kRingOn);
+      else go(convt_stack_kernel<T, 3, kL, kRingOn>, kL, kRingOn);
     }
   };
-  auto pick_pack = [&](auto ring) {
-    if (mode > 0) pick(ring, std::true_type{});
-    else pick(ring, std::false_type{});
-  };
   if constexpr (sizeof(T) == 4) {
-    if (ring_fits(p, x)) return pick_pack(std::true_type{});
+    if (ring_fits(p, x)) return pick(std::true_type{});
   }
-  pick_pack(std::false_type{});
+  pick(std::false_type{});
 }
 
 }  // namespace
