@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cells_geom.h"
@@ -134,7 +135,7 @@ __device__ __forceinline__ int wcol_of(const StackGeom& g, int i, int n) {
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
 // warpgroup.arrive wherever control flow enters one.
 // TMA: rows UH.. through the ring (TF32 only).
-template <typename T, int UH, int KS, bool TMA>
+template <typename T, int UH, int KS, bool TMA, bool WF = false>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
                        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -286,16 +287,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
-  issue_into(0, set[0]);
+  auto first_rows = [&]() {
+    issue_into(0, set[0]);
 #pragma unroll
-  for (int s = 0; s + 1 < UH; ++s) {
-    if constexpr (kHalf) {
-      finish(set[s]);
-      issue_into(s + 1, set[s + 1]);
-    } else {
-      issue_into(s + 1, set[s + 1]);
+    for (int s = 0; s + 1 < UH; ++s) {
+      if constexpr (kHalf) {
+        finish(set[s]);
+        issue_into(s + 1, set[s + 1]);
+      } else {
+        issue_into(s + 1, set[s + 1]);
+      }
     }
-  }
+  };
+  if constexpr (!WF) first_rows();
 
   // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
   // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
@@ -324,6 +328,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
+    if constexpr (WF) first_rows();
 #pragma unroll
     for (int i = 0; i < UH; ++i)
 #pragma unroll
@@ -560,6 +565,9 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     }
   };
   if constexpr (sizeof(T) == 4) {
+    const char* wf = std::getenv("CONVT_STACK_WFIRST");
+    if (wf != nullptr && wf[0] == '1' && ring_fits(p, x) && g.uh == 3 && !short_k)
+      return go(convt_stack_kernel<T, 3, kL, true, true>, kL, true);
     if (ring_fits(p, x)) return pick(std::true_type{});
   }
   pick(std::false_type{});
