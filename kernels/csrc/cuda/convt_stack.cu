@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "cells_geom.h"
@@ -135,7 +134,7 @@ __device__ __forceinline__ int wcol_of(const StackGeom& g, int i, int n) {
 // 2 KS k-steps of 8 TF32 or 16 half channels), so a cell row's wgmma sequence has no branch: ptxas puts a
 // warpgroup.arrive wherever control flow enters one.
 // TMA: rows UH.. through the ring (TF32 only).
-template <typename T, int UH, int KS, bool TMA, bool WF = false>
+template <typename T, int UH, int KS, bool TMA>
 __global__ void __launch_bounds__(kThreads, 2)
     convt_stack_kernel(const __grid_constant__ CUtensorMap xmap, const ConvTParams p, const StackGeom g,
                        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -299,7 +298,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   };
-  if constexpr (!WF) first_rows();
+  // With the ring (TF32), the weights' loads go first and the first rows' after them, so the weights' trips to L2
+  // run under the rows' DRAM latency rather than queued behind them (session 63, v61: fsrcnn-56-1-n1 14.43 -> 14.27
+  // and 14.46 -> 14.40 us of GPU time on an H200, its batch-4 probe 15.30 -> 15.07; 117 registers, not 111).
+  constexpr bool kWeightsFirst = TMA;
+  if constexpr (!kWeightsFirst) first_rows();
 
   // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
   // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
@@ -328,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
-    if constexpr (WF) first_rows();
+    if constexpr (kWeightsFirst) first_rows();
 #pragma unroll
     for (int i = 0; i < UH; ++i)
 #pragma unroll
@@ -565,9 +568,6 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     }
   };
   if constexpr (sizeof(T) == 4) {
-    const char* wf = std::getenv("CONVT_STACK_WFIRST");
-    if (wf != nullptr && wf[0] == '1' && ring_fits(p, x) && g.uh == 3 && !short_k)
-      return go(convt_stack_kernel<T, 3, kL, true, true>, kL, true);
     if (ring_fits(p, x)) return pick(std::true_type{});
   }
   pick(std::false_type{});
