@@ -1,7 +1,9 @@
 """Session 63: an environment variable's settings side by side (pack.py's method, any variable). Per case and dtype:
 GPU time (bench.gpu_time's method: a 0.2 ms sleep, then events around one call) and back-to-back per-call events
 (bench.run's), the settings alternated in 6 rounds of 40 calls; then one profiled call a setting, its kernels placed
-against the first kernel's start. Usage: python3 ab.py OUT_DIR VAR VALUE,VALUE[,..] CASE[,CASE] fp32|fp16|bf16[,..]"""
+against the first kernel's start. Usage: python3 ab.py OUT_DIR VAR VALUE,VALUE[,..] CASE[,CASE] fp32|fp16|bf16[,..]
+[INPUTS [notrace]]: INPUTS random inputs in rotation (3 unless given; bench.gpu_time takes 4, which for FSRCNN's 14.7 MB
+inputs is past an H200's 50 MB L2, where 3 are not)."""
 import json
 import os
 import statistics
@@ -51,6 +53,8 @@ def trace(out_dir, tag, args):
 def main():
     out_dir, var, MODES = sys.argv[1], sys.argv[2], tuple(sys.argv[3].split(","))
     cases, dts = sys.argv[4].split(","), sys.argv[5].split(",")
+    inputs = int(sys.argv[6]) if len(sys.argv) > 6 else 3
+    traced = "notrace" not in sys.argv[7:]
     os.environ.setdefault("CONVT_CUDA_ALGO", "auto")
     rows = []
     for name in cases:
@@ -59,7 +63,7 @@ def main():
             dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt]
             torch.backends.cudnn.allow_tf32 = True
             w = torch.randn(cin, cout // g, *k, device="cuda", dtype=dtype)
-            xs = [torch.rand(n, cin, *hw, device="cuda", dtype=dtype) for _ in range(3)]
+            xs = [torch.rand(n, cin, *hw, device="cuda", dtype=dtype) for _ in range(inputs)]
             args = [(x, w, None, s, p, op, g, d) for x in xs]
             res = {(m, sl): [] for m in MODES for sl in (True, False)}
             for rnd in range(6):
@@ -72,7 +76,7 @@ def main():
             rows.append((name, dt, med))
             print(f"{name} {dt}: gpu time " + " ".join(f"{m}:{med[(m, True)]:.2f}" for m in MODES)
                   + "; back-to-back " + " ".join(f"{m}:{med[(m, False)]:.2f}" for m in MODES), flush=True)
-            for m in MODES:
+            for m in MODES if traced else ():
                 os.environ[var] = m
                 trace(out_dir, f"{name}-{dt}-{m}", args[0])
     os.environ.pop(var, None)

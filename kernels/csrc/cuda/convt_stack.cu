@@ -286,23 +286,16 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
-  auto first_rows = [&]() {
-    issue_into(0, set[0]);
+  issue_into(0, set[0]);
 #pragma unroll
-    for (int s = 0; s + 1 < UH; ++s) {
-      if constexpr (kHalf) {
-        finish(set[s]);
-        issue_into(s + 1, set[s + 1]);
-      } else {
-        issue_into(s + 1, set[s + 1]);
-      }
+  for (int s = 0; s + 1 < UH; ++s) {
+    if constexpr (kHalf) {
+      finish(set[s]);
+      issue_into(s + 1, set[s + 1]);
+    } else {
+      issue_into(s + 1, set[s + 1]);
     }
-  };
-  // With the ring (TF32), the weights' loads go first and the first rows' after them, so the weights' trips to L2
-  // run under the rows' DRAM latency rather than queued behind them (session 63, v61: fsrcnn-56-1-n1 14.43 -> 14.27
-  // and 14.46 -> 14.40 us of GPU time on an H200, its batch-4 probe 15.30 -> 15.07; 117 registers, not 111).
-  constexpr bool kWeightsFirst = TMA;
-  if constexpr (!kWeightsFirst) first_rows();
+  }
 
   // B = the weights: block (ks, i) holds (product n) x (channel k of k-step ks) at height offset i, K-major without
   // swizzle: 16-byte core rows, the n-adjacent 8-row groups 128 bytes apart, the two k-halves 512 apart. Product
@@ -331,7 +324,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
-    if constexpr (kWeightsFirst) first_rows();
 #pragma unroll
     for (int i = 0; i < UH; ++i)
 #pragma unroll
