@@ -1,4 +1,4 @@
-"""Session 63: an environment variable's settings side by side (pack.py's method, any variable). Per case and dtype:
+"""Session 63: an environment variable's settings side by side. Per case and dtype:
 GPU time (bench.gpu_time's method: a 0.2 ms sleep, then events around one call) and back-to-back per-call events
 (bench.run's), the settings alternated in 6 rounds of 40 calls; then one profiled call a setting, its kernels placed
 against the first kernel's start. Usage: python3 ab.py OUT_DIR VAR VALUE,VALUE[,..] CASE[,CASE] fp32|fp16|bf16[,..]

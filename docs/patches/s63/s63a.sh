@@ -1,4 +1,6 @@
 #!/bin/bash
+# (The call ran pack.py, the first form of ab.py with CONVT_STACK_PACK and 0,1,2 built in; the same method and
+# output, its traces tagged pack0/pack2.)
 # session 63 call A: the stack kernel's weights from a pack kernel's image, with the stack kernel launched as its
 # programmatic dependent (convt_stack.cu, CONVT_STACK_PACK 0/1/2), built; the stack tests (the new packed-weights
 # test among them: same bits in every mode, a CUDA-graph capture); pack.py's A/B with a profiled call each; then
@@ -11,8 +13,8 @@ echo "build $((SECONDS - t0)) s"
 python3 -m pytest -q tests/kernels -k "stack_packed" -p no:cacheprovider > $OUT/packed.txt 2>&1
 grep -E "FAILED|passed|failed|Error" $OUT/packed.txt | head -20
 echo "t $((SECONDS - t0)) s"
-python3 docs/patches/s63/pack.py $OUT fsrcnn-56-1-n1 fp32,fp16,bf16 2>&1 | tee $OUT/pack.txt | grep -v "^  "
-python3 docs/patches/s63/pack.py $OUT probe-fsrcnn-n4-128,probe-128-4-k6s2-g2-n2 fp32,fp16 2>&1 | tee $OUT/pack2.txt | grep -v "^  "
+python3 docs/patches/s63/ab.py $OUT CONVT_STACK_PACK 0,1,2 fsrcnn-56-1-n1 fp32,fp16,bf16 2>&1 | tee $OUT/pack.txt | grep -v "^  "
+python3 docs/patches/s63/ab.py $OUT CONVT_STACK_PACK 0,1,2 probe-fsrcnn-n4-128,probe-128-4-k6s2-g2-n2 fp32,fp16 2>&1 | tee $OUT/pack2.txt | grep -v "^  "
 grep "^  " $OUT/pack.txt | grep fp32 | head -8
 echo "t $((SECONDS - t0)) s"
 python3 -m pytest -q tests/kernels -k "stack and not compute_sanitizer" -p no:cacheprovider > $OUT/stack.txt 2>&1
