@@ -100,6 +100,7 @@ struct StackGeom : CellsGeom {
   int rseg = 0;          // cell rows a segment (set by the launch, which knows the occupancy)
   int tma_ch = 0;        // the ring: channels a box, min(16 KS, Cin/g) (set by the launch)
   unsigned m_sc, m_sw, m_sh;  // magic multipliers (cells_geom.h) of the col2im's decode, once a thread
+  int nsm = 0;           // the device's SMs: the blocks dispatched first, one an SM (set by the launch)
   // Product n's weight column at height offset i, (output channel, kh, kw) flattened, or -1 where phase r has no tap
   // at offset i, q none at j, or n is padding: decoded on the host, not in every block.
   alignas(16) int wcol[3][kN];  // 16-byte aligned: wcol_of's reads
@@ -270,11 +271,18 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) s[ks][e] = tf32_finite(v[e]);
     }
   };
+  // The blocks come one an SM first, then the second of each SM. A second block's first rows land behind its
+  // partner's, and its first ring row, asked for once they have, waits in the DRAM queue a second time: on FSRCNN
+  // TF32 such a block took 1.1 us longer than its partner (cell row 0 2.2 us against 1.6; kernel-notes v62), and
+  // set the span. So the blocks dispatched after the first one an SM ask for that row at their start (FSRCNN TF32
+  // 15.3 -> 15.0 us of GPU time on an H200); every block asking for it there, or for two rows, was no faster.
+  const int early = TMA && blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) >= unsigned(g.nsm) ? 1 : 0;
   if constexpr (TMA) {
     if (tid == 0) {
 #pragma unroll
       for (int r = 0; r < kRing; ++r) mbar_init(&full[r], 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      if (early) tma_row(UH, 0);
     }
     // A box holds the group's channels only: the slots' channels past them, which the weights' zeros multiply (NaN
     // times zero is NaN), are zeroed once here, before the weights' barrier.
@@ -388,7 +396,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   if constexpr (TMA) {  // thread 0's first rows have landed (finish waited on them): the ring's first rows
     if (tid == 0) {
 #pragma unroll
-      for (int r = 0; r < kPre; ++r) tma_row(UH + r, r);
+      for (int r = early; r < kPre; ++r) tma_row(UH + r, r);
     }
   }
   int slot = 0, phase = 0;  // the ring: row c + UH's slot at cell row c, and the parity of its barrier's phase
@@ -533,6 +541,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
+    g.nsm = sm_count(dev);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
     CUtensorMap xmap{};
