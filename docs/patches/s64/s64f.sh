@@ -1,7 +1,8 @@
 #!/bin/bash
 # session 64 call F: v62 as the tree has it (the blocks dispatched after the first one an SM ask for their first ring
 # row at their start): beside the tree before it (c384b89's convt_stack.cu), the stack tests, memcheck and racecheck
-# over the stack configurations.
+# over the stack configurations. .exp64/convt_stack_c384b89.cu (untracked, travels with the tree) was made by
+# `git show c384b89:kernels/csrc/cuda/convt_stack.cu > .exp64/convt_stack_c384b89.cu`.
 export PYTHONPATH=$PWD TORCH_CUDA_ARCH_LIST=9.0 CONVT_BUILD_DIR=/tmp/convt-build CONVT_REQUIRE_CUDA=1
 export CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 t0=$SECONDS
