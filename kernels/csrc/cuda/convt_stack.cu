@@ -536,12 +536,12 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
-    const int64_t resident = int64_t(sm_count(dev)) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
+    g.nsm = sm_count(dev);
+    const int64_t resident = int64_t(g.nsm) * std::max(1, blocks_per_sm(kernel, kThreads, bytes, dev));
     const int64_t hc = g.hc, units = p.N * p.groups * g.strips;
     const int64_t want = std::clamp<int64_t>(resident / units, 1, hc);
     const int64_t rseg = (hc + want - 1) / want, segs = (hc + rseg - 1) / rseg;
     g.rseg = static_cast<int>(rseg);
-    g.nsm = sm_count(dev);
     const dim3 grid(static_cast<unsigned>(segs * g.strips), static_cast<unsigned>(p.N),
                     static_cast<unsigned>(p.groups));
     CUtensorMap xmap{};
