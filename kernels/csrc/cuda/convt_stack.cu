@@ -352,8 +352,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   // r in bits 16 and up, or -1 where it is past the items or its column is outside the image; go: co's plane and its
   // column, and for TF32 its row at the segment's first cell row too (kStepGo).
   // TF32: an output's offset is go plus a cell row's uniform step, one add and a 32-bit index, not its row times the
-  // width and a 64-bit sum (FSRCNN TF32 14.85 -> 14.62 us, the probes 0.2-0.3 faster; the half types 0.3-0.4 slower
-  // with it, so they keep the row product; kernel-notes v64).
+  // width and a 64-bit sum (FSRCNN TF32 14.85-14.94 -> 14.62 us side by side on an H200, the probes 0.2-0.3 faster;
+  // the half types 0.3-0.4 slower with it, so they keep the row product; kernel-notes v64).
   constexpr bool kStepGo = !kHalf;
   int it_sb[kItems], it_go[kItems];
   float it_b[kItems];
@@ -507,7 +507,8 @@ bool geometry(const ConvTParams& p, int elem, StackGeom& g) {
   const int64_t np = p.Cout_g * p.sh * p.sw * w.u;
   if (np > kN) return false;
   const int64_t lim = int64_t(1) << 31;
-  if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout >= lim) return false;
+  // The col2im's offsets a group (kStepGo) reach up to sh + 1 rows past its outputs before the row test.
+  if (p.Cin_g * p.Hin * p.Win >= lim || p.Cout_g * p.Hout * p.Wout + (p.sh + 1) * p.Wout >= lim) return false;
   const int64_t per_col = p.Cout_g * p.sh * p.sw;  // the col2im's outputs a cell column
   const int64_t sc_max = std::min<int64_t>(kPx - w.u + 1 - (align_px(elem) - 1), kItems * kThreads / per_col);
   if (sc_max < 1) return false;
