@@ -670,10 +670,9 @@ def test_stack_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
-# The stack kernel's TMA ring (TF32): rows past the first uh land in shared memory by TMA, a segment's fourth input
-# row on. Segments of four or more cell rows need many strips a wave (the grid aims at one wave of 2 blocks an SM), so
-# these are batches of narrow images (segment lengths below are an H100's, 132 SMs). The last takes the register
-# path: its rows are off 16 bytes.
+# The stack kernel's TMA ring (TF32): rows past a segment's first land in shared memory by TMA. Long segments need
+# many strips a wave (the grid aims at one wave of 2 blocks an SM), so most are batches of narrow images (segment
+# lengths below are an H100's or H200's, 132 SMs). The last takes the register path: its rows are off 16 bytes.
 STACK_RING_CASES = {
     # FSRCNN's layer, 5 cell rows a segment (the ring wraps), 56 channels of 64 (the slots' zero channels), bias
     "fsrcnn-n24-20x72": (Case(24, 56, 1, (9, 9), (20, 72), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
@@ -682,6 +681,11 @@ STACK_RING_CASES = {
     # a non-contiguous input (the op's contiguous copy), 40 channels of 64, three strips the last cut by the edge
     "fsrcnn-n16-26x136-nc": (Case(16, 40, 1, (9, 9), (26, 136), (3, 3), (4, 4), (2, 2), (1, 1), 1, True,
                                   noncontiguous=True), True),
+    # segments of one and of two cell rows: every input row of the rolling form feeds cell rows outside its segment
+    "fsrcnn-n1-8x256": (Case(1, 56, 1, (9, 9), (8, 256), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
+    "fsrcnn-n4-24x256": (Case(4, 56, 1, (9, 9), (24, 256), (3, 3), (4, 4), (2, 2), (1, 1), 1, False), True),
+    # DCGAN's 64->3 layer at 128 columns: two height offsets (N = 64), segments of 9 cell rows
+    "dcgan-n64-16x128": (Case(64, 64, 3, (4, 4), (16, 128), (2, 2), (1, 1), (0, 0), (1, 1), 1, True), True),
     "fsrcnn-n24-20x70": (Case(24, 56, 1, (9, 9), (20, 70), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), False),
 }
 
