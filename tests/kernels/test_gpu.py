@@ -681,7 +681,8 @@ STACK_RING_CASES = {
     # a non-contiguous input (the op's contiguous copy), 40 channels of 64, three strips the last cut by the edge
     "fsrcnn-n16-26x136-nc": (Case(16, 40, 1, (9, 9), (26, 136), (3, 3), (4, 4), (2, 2), (1, 1), 1, True,
                                   noncontiguous=True), True),
-    # segments of one and of two cell rows: every input row of the rolling form feeds cell rows outside its segment
+    # segments of one and of two cell rows: no ring row at all, and one, which a later-dispatched block asks for at
+    # its start
     "fsrcnn-n1-8x256": (Case(1, 56, 1, (9, 9), (8, 256), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
     "fsrcnn-n4-24x256": (Case(4, 56, 1, (9, 9), (24, 256), (3, 3), (4, 4), (2, 2), (1, 1), 1, False), True),
     # DCGAN's 64->3 layer at 128 columns: two height offsets (N = 64), segments of 9 cell rows
