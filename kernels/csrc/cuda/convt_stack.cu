@@ -48,7 +48,8 @@ constexpr int kItems = 3;      // the col2im's outputs a thread a cell row
 constexpr int kPitch = 68;
 constexpr int kBufFloats = 2 * kN * kPitch;  // a warpgroup's double buffer
 constexpr int kBlockBytes = 1024;  // one (k-step, height offset)'s weights: 32 products x 32 bytes of channels
-// TF32 on 16-byte-aligned rows: the input rows past the first uh come by TMA into a ring of shared-memory slots,
+// TF32 on 16-byte-aligned rows: the input rows come by TMA, the first uh at the block's start (v66, below), the rest
+// into a ring of shared-memory slots,
 // kPre rows ahead, issued by one thread, rather than by each thread's loads one cell row ahead (v42, whose cell rows
 // waited on them). Two slots, each refilled as soon as every thread has read it: a third (v43d) made a block 112 KB
 // of shared memory, which left the SM 28 KB of L1 (60 KB at two slots), and the first rows' loads, through L1, took
@@ -158,6 +159,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* buf = reinterpret_cast<float*>(smem + kRing * kSlot);  // [warpgroup][2][product][kPitch]
   uint8_t* wsm = smem + kRing * kSlot + kWgs * kBufFloats * 4;  // [k-step][offset]: kBlockBytes each
   uint64_t* full = reinterpret_cast<uint64_t*>(wsm + kWgs * kKS * UH * kBlockBytes);  // a slot's row has landed
+  uint64_t* first = full + kRing;  // TMA: first row r has landed (where first_dst(r) puts it)
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, img = blockIdx.y, grp = blockIdx.z;
 #ifdef CONVT_STACK_TRACE
   unsigned smid_;
@@ -257,8 +259,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
   // Slot r's row as a thread's A fragments, rounded: per k-step, channels t and t + 4 at pixels g and g + 8.
   const uint32_t toff = uint32_t((ks0 * 8 + t) * kChBytes + 4 * (16 * warp + gq));
-  auto take_row = [&](uint32_t (&s)[kKS][4], int r) {
-    const uint32_t a = smem_addr(ring + r * kSlot) + toff;
+  auto take_from = [&](uint32_t (&s)[kKS][4], const uint8_t* base) {
+    const uint32_t a = smem_addr(base) + toff;
 #pragma unroll
     for (int ks = 0; ks < kKS; ++ks) {
       uint32_t v[4];
@@ -271,18 +273,38 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int e = 0; e < 4; ++e) s[ks][e] = tf32_finite(v[e]);
     }
   };
+  auto take_row = [&](uint32_t (&s)[kKS][4], int r) { take_from(s, ring + r * kSlot); };
+  // The first rows by TMA too: row 0 into the buffers' space (free until cell row 0's products), rows 1 .. into the
+  // ring's slots, which the ring takes over once every thread has read them.
+  // Where the group's channels leave only warpgroup 1's skipped k-step as padding (FSRCNN) and two boxes of them fit
+  // the buffers' space, rows 0 and 1 go there and slot 0 stays free for a later block's first ring row.
+  const int cbytes = g.tma_ch * kChBytes;
+  const bool two_in_buf = TMA && g.tma_ch == 8 * (2 * KS - 1) && 2 * cbytes <= kWgs * kBufFloats * 4 && cbytes % 128 == 0;
+  auto first_dst = [&](int r) {
+    uint8_t* b = reinterpret_cast<uint8_t*>(buf);
+    return r == 0 ? b : two_in_buf ? (r == 1 ? b + cbytes : ring + kSlot) : ring + (r - 1) * kSlot;
+  };
   // The blocks come one an SM first, then the second of each SM. A second block's first rows land behind its
   // partner's, and its first ring row, asked for once they have, waits in the DRAM queue a second time: on FSRCNN
   // TF32 such a block took 1.1 us longer than its partner (cell row 0 2.2 us against 1.6; kernel-notes v62), and
   // set the span. So the blocks dispatched after the first one an SM ask for that row at their start (FSRCNN TF32
   // 15.3 -> 15.0 us of GPU time on an H200); every block asking for it there, or for two rows, was no faster.
-  const int early = TMA && blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) >= unsigned(g.nsm) ? 1 : 0;
+  // It takes slot 0, which is free at the start only where rows 0 and 1 sit in the buffers' space.
+  const int early =
+      two_in_buf && blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) >= unsigned(g.nsm) ? 1 : 0;
   if constexpr (TMA) {
     if (tid == 0) {
 #pragma unroll
-      for (int r = 0; r < kRing; ++r) mbar_init(&full[r], 1);
+      for (int r = 0; r < kRing + UH; ++r) mbar_init(&full[r], 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       if (early) tma_row(UH, 0);
+#pragma unroll
+      for (int r = 0; r < UH; ++r) {
+        const int yc = a0 + g.da0 + r;
+        mbar_expect_tx(&first[r], kChBytes * g.tma_ch);
+        if (p.groups > 1) tma_load_5d(first_dst(r), &xmap, &first[r], x0, yc, 0, grp, img);
+        else tma_load_4d(first_dst(r), &xmap, &first[r], x0, yc, 0, img);
+      }
     }
     // A box holds the group's channels only: the slots' channels past them, which the weights' zeros multiply (NaN
     // times zero is NaN), are zeroed once here, before the weights' barrier.
@@ -291,12 +313,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int b = i / pad_words, e = i - b * pad_words;
       reinterpret_cast<uint32_t*>(ring + b * kSlot + g.tma_ch * kChBytes)[e] = 0u;
     }
+    for (int e = tid; e < (two_in_buf ? 0 : pad_words); e += kThreads)  // row 0's, in the buffers' space
+      reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(buf) + g.tma_ch * kChBytes)[e] = 0u;
   }
 
-  // Rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
-  issue_into(0, set[0]);
+  // Loads: rows 0 .. UH - 2 finished before the loop; row UH - 1 in flight into it (its set finished at cell row 0).
+  if constexpr (!TMA) issue_into(0, set[0]);
 #pragma unroll
-  for (int s = 0; s + 1 < UH; ++s) {
+  for (int s = 0; s + 1 < (TMA ? 1 : UH); ++s) {
     if constexpr (kHalf) {
       finish(set[s]);
       issue_into(s + 1, set[s + 1]);
@@ -404,9 +428,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   STACK_MARK(3, clock64());
   if constexpr (!kHalf) {
 #pragma unroll
-    for (int s = 0; s + (TMA ? 0 : 1) < UH; ++s) finish(set[s]);  // the ring's rows come rounded
+    for (int s = 0; s + 1 < (TMA ? 1 : UH); ++s) finish(set[s]);
   }
-  if constexpr (TMA) {  // thread 0's first rows have landed (finish waited on them): the ring's first rows
+  if constexpr (TMA) {  // the first rows from shared memory; once every thread has read them, the ring's first rows
+#pragma unroll
+    for (int r = 0; r < UH; ++r) mbar_wait(&first[r], 0);  // a row's take reads past its box, into the next row's
+#pragma unroll
+    for (int r = 0; r < UH; ++r) take_from(set[r], first_dst(r));
+    __syncthreads();
     if (tid == 0) {
 #pragma unroll
       for (int r = early; r < kPre; ++r) tma_row(UH + r, r);
@@ -556,7 +585,7 @@ void launch_typed(const ConvTParams& p, StackGeom g, const at::Tensor& x, const 
   constexpr int kFullKS = sizeof(T) == 2 ? 4 : 8;  // k-steps of 64 channels
   auto go = [&](auto kernel, int ks, bool tma) {
     const int bytes = kWgs * (kBufFloats * 4 + ks * g.uh * kBlockBytes) +
-                      (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) : 0);
+                      (tma ? kAlign + kRing * (kSlotBytes(ks) + 8) + g.uh * 8 : 0);
     allow_dynamic_smem(kernel, bytes);
     // Segments: as many as fill the blocks that run at once (at least one a strip).
     const int dev = x.get_device();
