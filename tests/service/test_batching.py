@@ -1,5 +1,6 @@
 """Dynamic batching against real servers: batched answers equal one-by-one
-answers, batches really form, and a full queue answers 429 with Retry-After."""
+answers (to the bit on the CPU, within TF32's precision on CUDA), batches really form, and a full queue answers 429
+with Retry-After."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from .conftest import running_server
+from .conftest import DEVICE, running_server
 
 INFER = "/v2/models/dcgan/infer"
 HEADER = "Inference-Header-Content-Length"
@@ -33,6 +34,21 @@ def output_of(resp: httpx.Response) -> np.ndarray:
     n = int(resp.headers[HEADER])
     out = json.loads(resp.content[:n])["outputs"][0]
     return np.frombuffer(resp.content[n:], dtype=np.float32).reshape(out["shape"])
+
+
+def assert_same_answer(got: httpx.Response, want: httpx.Response) -> None:
+    """A batched answer against the same request's answer alone. On the CPU every output is computed from its own
+    input row in the same order whatever the batch: the same bits. On CUDA a kernel's tile configuration is
+    picked by the layer's shape, batch included, and sets its summation order: the served dcgan's 128->64 layer (the
+    cols kernel) gives image 0 other bits in 84% of its outputs at a batch of 16 than alone, at most 1.9e-8 apart
+    (on an H100, docs/patches/s69/dcgan_paths.py). So there the answers agree within TF32's precision (1e-3 of the
+    output's largest magnitude, the kernel tests' TF32 tolerance), not to the bit."""
+    a, b = output_of(got), output_of(want)
+    if DEVICE == "cpu":
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert a.shape == b.shape and np.isfinite(a).all()
+        assert np.abs(a - b).max() <= 1e-3 * np.abs(b).max(), (np.abs(a - b).max(), np.abs(b).max())
 
 
 async def send_all(url: str, bodies: list[tuple[bytes, dict[str, str]]]) -> list[httpx.Response]:
@@ -68,9 +84,7 @@ def test_batched_answers_equal_one_by_one(tmp_path_factory, requests_):
     assert count < len(requests_), f"{count} forward passes for {len(requests_)} concurrent requests"
     assert count_off == len(requests_)
     for b, a in zip(batched, alone):
-        # Every output element is computed from its own image alone, in the same
-        # order whatever the batch, so the answers are bitwise equal.
-        np.testing.assert_array_equal(output_of(b), output_of(a))
+        assert_same_answer(b, a)
 
 
 def test_full_queue_answers_429_with_retry_after(tmp_path_factory):

@@ -19,7 +19,7 @@ import torch
 
 from .bad_bodies import CORPUS
 from .conftest import DEVICE, WORKER, alive, by_worker, fresh, run_to_exit, running_server, stop_server, wait_for
-from .test_batching import batch_histogram, binary_request, output_of
+from .test_batching import assert_same_answer, batch_histogram, binary_request, output_of
 
 INFER = "/v2/models/dcgan/infer"
 EXIT_BAD_SETTINGS, EXIT_STARTUP_FAILED, EXIT_WORKER_DIED = 2, 3, 4
@@ -137,7 +137,7 @@ def test_requests_batch_across_front_ends(server):
     assert rows == 24 and count < 24, (count, rows)
     assert {r.headers[WORKER] for r in together} == {"0", "1"}
     for t, a in zip(together, alone):
-        np.testing.assert_array_equal(output_of(t), output_of(a))
+        assert_same_answer(t, a)
 
 
 def test_metrics_hold_the_front_end_and_the_device_process(server):
