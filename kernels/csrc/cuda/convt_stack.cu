@@ -275,7 +275,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
   auto take_row = [&](uint32_t (&s)[kKS][4], int r) { take_from(s, ring + r * kSlot); };
   // The first rows by TMA too: row 0 into the buffers' space (free until cell row 0's products), rows 1 .. into the
-  // ring's slots, which the ring takes over once every thread has read them.
+  // ring's slots, which the ring takes over once every thread has read them. Loaded by every thread, they were 48
+  // 4-byte loads a thread, 2.5 us to issue on an H200 (kernel-notes, session 68); by TMA, FSRCNN TF32 15.17 -> 14.94 us
+  // side by side on an H100 (v66), 14.46 -> 14.02 on an H200.
   // Where the group's channels leave only warpgroup 1's skipped k-step as padding (FSRCNN) and two boxes of them fit
   // the buffers' space, rows 0 and 1 go there and slot 0 stays free for a later block's first ring row.
   const int cbytes = g.tma_ch * kChBytes;
