@@ -83,7 +83,8 @@ CONFIGS = [  # (N, Cin, Cout, k, hw, stride, padding, output_padding, dilation, 
     # k-steps for 56 channels) on three strips and segments cut by the image's edges; DCGAN's 4x4 stride 2 in bf16 on
     # two strips; fp16 with groups, a channel tail (one k-step of the short form) and strides (2, 1)
     (1, 56, 1, (9, 9), (21, 140), 3, 4, 2, 1, 1, torch.float32, "stack", True),
-    # ... and its TMA ring (TF32): 24 narrow images, segments of 5 cell rows, so rows 3-6 come by TMA and the ring wraps
+    # ... and its TMA (TF32): 24 narrow images, segments of 5 cell rows: rows 0-2 by TMA at the block's start, rows 3-6
+    # through the ring, which wraps
     (24, 56, 1, (9, 9), (20, 72), 3, 4, 2, 1, 1, torch.float32, "stack", True),
     (2, 64, 3, (4, 4), (11, 70), 2, 1, 0, 1, 1, torch.bfloat16, "stack", True),
     (2, 20, 4, (4, 3), (13, 37), (2, 1), (1, 1), (1, 0), 1, 2, torch.float16, "stack", True),

@@ -670,9 +670,10 @@ def test_stack_decoder_layers_cuda(seed, precision, layer, monkeypatch):
     check_cuda(case, precision, seed, ref_device="cuda")
 
 
-# The stack kernel's TMA ring (TF32): rows past a segment's first land in shared memory by TMA. Long segments need
-# many strips a wave (the grid aims at one wave of 2 blocks an SM), so most are batches of narrow images (segment
-# lengths below are an H100's or H200's, 132 SMs). The last takes the register path: its rows are off 16 bytes.
+# The stack kernel's TMA (TF32): a segment's first rows land by TMA at the block's start, the rest through the ring.
+# Long segments need many strips a wave (the grid aims at one wave of 2 blocks an SM), so most are batches of narrow
+# images (segment lengths below are an H100's or H200's, 132 SMs). The last takes the register path: its rows are off
+# 16 bytes.
 STACK_RING_CASES = {
     # FSRCNN's layer, 5 cell rows a segment (the ring wraps), 56 channels of 64 (the slots' zero channels), bias
     "fsrcnn-n24-20x72": (Case(24, 56, 1, (9, 9), (20, 72), (3, 3), (4, 4), (2, 2), (1, 1), 1, True), True),
